@@ -1,0 +1,42 @@
+# Subako: `make run` starts the console on SQLite in ./data; `make test` runs the suite.
+GO       ?= go
+BIN      := bin/subako
+export CGO_ENABLED := 0
+
+.PHONY: run build generate test test-postgres check deps bench clean
+
+run: build
+	./$(BIN) serve
+
+build:
+	$(GO) build -o $(BIN) ./cmd/subako
+
+generate:
+	$(GO) tool templ generate -include-version=false
+
+# The whole suite, on SQLite, or on PostgreSQL when SUBAKO_TEST_DATABASE_URL is set.
+# deps installs what the browser tests need when it is missing (Debian).
+test: deps
+	$(GO) test -count=1 -timeout 30m ./...
+
+test-postgres:
+	SUBAKO_TEST_DATABASE_URL=$${SUBAKO_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable} $(MAKE) test
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# House rules: formatted, vetted, generated files current, go.mod tidy, runtime free of the web layer.
+check:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) tool templ generate -include-version=false
+	@git diff --exit-code -- '*_templ.go' || { echo "templ generate changed files: commit them"; exit 1; }
+	$(GO) mod tidy
+	@git diff --exit-code -- go.mod go.sum || { echo "go mod tidy changed go.mod/go.sum: commit them"; exit 1; }
+	@! $(GO) list -deps ./runtime/... | grep -E 'labstack/echo|a-h/templ|subako/(handlers|views|web)$$' || { echo "runtime imports the web layer"; exit 1; }
+
+deps:
+	@command -v chromium >/dev/null || { echo "installing chromium for the browser tests"; apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+clean:
+	rm -rf bin build

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/web"
+)
+
+// openDB opens and migrates the database the flags name.
+func openDB(c *Config, log *slog.Logger) (*models.DB, error) {
+	db, err := models.Open(c.Data, c.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	ran, err := db.Migrate()
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if len(ran) > 0 {
+		log.Info("migrations applied", "versions", ran, "dialect", db.Dialect)
+	}
+	return db, nil
+}
+
+func newLogger(level string) *slog.Logger {
+	l, _ := logLevel(level)
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+func serve(args []string) error {
+	var c Config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	bindServe(fs, &c)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := c.validate(); err != nil {
+		return err
+	}
+	log := newLogger(c.LogLevel)
+	slog.SetDefault(log)
+	db, err := openDB(&c, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	master, err := secretKey(c.Data)
+	if err != nil {
+		return err
+	}
+	rt := runtime.New(db, runtime.Options{Log: log})
+	srv := web.New(rt, web.Config{BaseURL: c.BaseURL, Log: log,
+		CookieHashKey: deriveKey(master, "cookie hash", 32), CookieBlockKey: deriveKey(master, "cookie block", 32)})
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.Addr, err)
+	}
+	log.Info("subako serving", "url", c.BaseURL, "dialect", db.Dialect, "data", c.Data)
+	if token, ok, err := rt.EnsureSetupLink(ctx); err != nil {
+		return err
+	} else if ok {
+		// Printed to stdout, not the log: it is a one-time credential for the person at the terminal.
+		fmt.Printf("\nNo one has an account yet. Create the owner account (this link works once):\n\n    %s/setup/%s\n\n", c.BaseURL, token)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func migrate(args []string) error {
+	var c Config
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	bindDB(fs, &c)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	db, err := models.Open(c.Data, c.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ran, err := db.Migrate()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("applied %d migration(s) on %s\n", len(ran), db.Dialect)
+	return nil
+}

@@ -1,0 +1,171 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/subako/subako/runtime"
+)
+
+// bindJSON decodes a request body strictly: an unknown field or a wrong type is
+// a 422 naming the field, never silently ignored.
+func bindJSON(c echo.Context, v any) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return &runtime.Error{Kind: runtime.KindInvalid, Code: "body_unreadable", Title: "Invalid body", Detail: err.Error()}
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonProblem(err)
+	}
+	return nil
+}
+
+func jsonProblem(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return &runtime.Error{Kind: runtime.KindInvalid, Code: "invalid_type", Title: "Invalid body", Field: te.Field,
+			Detail: fmt.Sprintf("%s must be %s, not %s", te.Field, te.Type.String(), te.Value)}
+	case errors.As(err, &se):
+		return &runtime.Error{Kind: runtime.KindInvalid, Code: "invalid_json", Title: "Invalid body",
+			Detail: fmt.Sprintf("the body is not valid JSON (at byte %d): %v", se.Offset, err)}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &runtime.Error{Kind: runtime.KindInvalid, Code: "unknown_field", Title: "Invalid body", Field: field,
+			Detail: fmt.Sprintf("unknown field %q", field)}
+	}
+	return &runtime.Error{Kind: runtime.KindInvalid, Code: "invalid_json", Title: "Invalid body", Detail: err.Error()}
+}
+
+// APIUserList is User.list.
+func (h *Handlers) APIUserList(c echo.Context) error {
+	out, err := h.RT.UserList(ctx(c), principal(c))
+	return answer(c, http.StatusOK, out, err)
+}
+
+// APIUserInvite is User.invite: the answer carries the one-time link once.
+func (h *Handlers) APIUserInvite(c echo.Context) error {
+	var in struct {
+		Email  string `json:"email"`
+		Access string `json:"access"`
+	}
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	inv, err := h.RT.UserInvite(ctx(c), principal(c), in.Email, in.Access)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, map[string]any{"invite": inv, "url": h.BaseURL + "/invite/" + inv.Token})
+}
+
+// APIUserUpdate is User.update.
+func (h *Handlers) APIUserUpdate(c echo.Context) error {
+	var in runtime.UserUpdateInput
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	in.User = c.Param("user")
+	out, err := h.RT.UserUpdate(ctx(c), principal(c), in)
+	return answer(c, http.StatusOK, out, err)
+}
+
+// APIUserRemove is User.remove.
+func (h *Handlers) APIUserRemove(c echo.Context) error {
+	return answerEmpty(c, h.RT.UserRemove(ctx(c), principal(c), c.Param("user")))
+}
+
+// APITokenList is Token.list.
+func (h *Handlers) APITokenList(c echo.Context) error {
+	out, err := h.RT.TokenList(ctx(c), principal(c))
+	return answer(c, http.StatusOK, out, err)
+}
+
+// APITokenCreate is Token.create.
+func (h *Handlers) APITokenCreate(c echo.Context) error {
+	var in runtime.TokenCreateInput
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	out, err := h.RT.TokenCreate(ctx(c), principal(c), in)
+	return answer(c, http.StatusCreated, out, err)
+}
+
+// APITokenRevoke is Token.revoke.
+func (h *Handlers) APITokenRevoke(c echo.Context) error {
+	return answerEmpty(c, h.RT.TokenRevoke(ctx(c), principal(c), c.Param("token")))
+}
+
+// APIActionList is Action.list.
+func (h *Handlers) APIActionList(c echo.Context) error {
+	var f runtime.ActionFilter
+	if err := (&echo.DefaultBinder{}).BindQueryParams(c, &f); err != nil {
+		return &runtime.Error{Kind: runtime.KindInvalid, Code: "invalid_query", Title: "Invalid query", Detail: err.Error()}
+	}
+	out, err := h.RT.ActionList(ctx(c), principal(c), f)
+	return answer(c, http.StatusOK, out, err)
+}
+
+// APIAgentList is Agent.list.
+func (h *Handlers) APIAgentList(c echo.Context) error {
+	out, err := h.RT.AgentList(ctx(c), principal(c))
+	return answer(c, http.StatusOK, out, err)
+}
+
+// APIAgentCreate is Agent.create.
+func (h *Handlers) APIAgentCreate(c echo.Context) error {
+	var in runtime.AgentInput
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	out, err := h.RT.AgentCreate(ctx(c), principal(c), in)
+	return answer(c, http.StatusCreated, out, err)
+}
+
+// APIAgentGet is Agent.get.
+func (h *Handlers) APIAgentGet(c echo.Context) error {
+	out, err := h.RT.AgentGet(ctx(c), principal(c), c.Param("agent"))
+	return answer(c, http.StatusOK, out, err)
+}
+
+// APIAgentUpdate is Agent.update.
+func (h *Handlers) APIAgentUpdate(c echo.Context) error {
+	var in runtime.AgentInput
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	in.Agent = c.Param("agent")
+	out, err := h.RT.AgentUpdate(ctx(c), principal(c), in)
+	return answer(c, http.StatusOK, out, err)
+}
+
+// APIAgentDelete is Agent.delete.
+func (h *Handlers) APIAgentDelete(c echo.Context) error {
+	return answerEmpty(c, h.RT.AgentDelete(ctx(c), principal(c), c.Param("agent")))
+}
+
+func answer(c echo.Context, status int, v any, err error) error {
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, v)
+}
+
+func answerEmpty(c echo.Context, err error) error {
+	if err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

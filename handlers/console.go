@@ -1,0 +1,70 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/views/pages"
+)
+
+// Dashboard is the console's home.
+func (h *Handlers) Dashboard(c echo.Context) error {
+	p := principal(c)
+	var d pages.Dashboard
+	if agents, err := h.RT.AgentList(ctx(c), p); err == nil {
+		d.Agents = len(agents)
+	}
+	if people, err := h.RT.UserList(ctx(c), p); err == nil {
+		d.People = len(people)
+		for _, u := range people {
+			if u.ID == p.ID {
+				d.Name = u.Name
+			}
+		}
+	}
+	if acts, err := h.RT.ActionList(ctx(c), p, runtime.ActionFilter{Limit: 8}); err == nil {
+		d.Actions = actionRows(acts)
+	}
+	return render(c, http.StatusOK, pages.DashboardPage(h.shell(c, "Dashboard", ""), d))
+}
+
+// Audit lists Actions with filters.
+func (h *Handlers) Audit(c echo.Context) error {
+	p := principal(c)
+	f := runtime.ActionFilter{Verb: c.QueryParam("verb"), By: c.QueryParam("by"), Verdict: c.QueryParam("verdict"),
+		Before: c.QueryParam("before"), Limit: 50}
+	acts, err := h.RT.ActionList(ctx(c), p, f)
+	if err != nil {
+		return err
+	}
+	view := pages.AuditFilter{Verb: f.Verb, By: f.By, Verdict: f.Verdict}
+	if people, err := h.RT.UserList(ctx(c), p); err == nil {
+		for _, u := range people {
+			view.People = append(view.People, u.Email)
+		}
+	}
+	if len(acts) == f.Limit {
+		q := url.Values{"verb": {f.Verb}, "by": {f.By}, "verdict": {f.Verdict}, "before": {acts[len(acts)-1].ID}}
+		view.Next = "/audit?" + q.Encode()
+	}
+	return render(c, http.StatusOK, pages.AuditPage(h.shell(c, "Audit", "audit"), view, actionRows(acts)))
+}
+
+func actionRows(acts []runtime.ActionView) []pages.ActionRow {
+	rows := make([]pages.ActionRow, 0, len(acts))
+	for _, a := range acts {
+		rows = append(rows, pages.ActionRow{ID: a.ID, Time: fmtTime(a.CreatedAt), Verb: a.Verb, By: a.By,
+			Targets: a.Targets, Verdict: a.Verdict, Reason: a.Reason})
+	}
+	return rows
+}
+
+// Placeholder renders a section whose capability is not on this server yet.
+func (h *Handlers) Placeholder(section, title, lead, text string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return render(c, http.StatusOK, pages.Placeholder(h.shell(c, title, section), title, lead, text))
+	}
+}

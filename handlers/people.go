@@ -1,0 +1,113 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/views/pages"
+)
+
+func (h *Handlers) peoplePage(c echo.Context, status int, extra pages.PeoplePage) error {
+	p := principal(c)
+	users, err := h.RT.UserList(ctx(c), p)
+	if err != nil {
+		return err
+	}
+	view := extra
+	view.Manage = p.Can("User.update")
+	view.Levels = runtime.AccessLevels
+	for _, u := range users {
+		view.People = append(view.People, pages.PersonRow{ID: u.ID, Email: u.Email, Name: u.Name, Access: u.Access,
+			Since: fmtTime(u.CreatedAt), You: u.ID == p.ID})
+	}
+	return render(c, status, pages.People(h.shell(c, "People", "people"), view))
+}
+
+// People lists people with their access levels.
+func (h *Handlers) People(c echo.Context) error {
+	return h.peoplePage(c, http.StatusOK, pages.PeoplePage{})
+}
+
+// Invite creates a one-time invitation link and shows it once.
+func (h *Handlers) Invite(c echo.Context) error {
+	email, access := c.FormValue("email"), c.FormValue("access")
+	inv, err := h.RT.UserInvite(ctx(c), principal(c), email, access)
+	if e, ok := runtime.AsError(err); ok && e.Kind != runtime.KindInternal {
+		return h.peoplePage(c, statusOf(e.Kind), pages.PeoplePage{Error: e.Error(), Email: email})
+	}
+	if err != nil {
+		return err
+	}
+	link := &pages.InviteLink{Email: inv.Email, Access: inv.Access, URL: h.BaseURL + "/invite/" + inv.Token}
+	return h.peoplePage(c, http.StatusOK, pages.PeoplePage{Invite: link})
+}
+
+// ChangeAccess sets a person's access level.
+func (h *Handlers) ChangeAccess(c echo.Context) error {
+	access := c.FormValue("access")
+	u, err := h.RT.UserUpdate(ctx(c), principal(c), runtime.UserUpdateInput{User: c.Param("user"), Access: &access})
+	if err != nil {
+		return h.flashError(c, err, "/people")
+	}
+	h.flash(c, "ok", u.Email+" is now "+u.Access+".")
+	return redirect(c, "/people")
+}
+
+// RemovePerson removes a person; their sessions and tokens end at once.
+func (h *Handlers) RemovePerson(c echo.Context) error {
+	if err := h.RT.UserRemove(ctx(c), principal(c), c.Param("user")); err != nil {
+		return h.flashError(c, err, "/people")
+	}
+	h.flash(c, "ok", "Removed.")
+	return redirect(c, "/people")
+}
+
+// flashError shows a refusal a person can act on as a flash on the page they
+// came from; anything else goes to the error handler.
+func (h *Handlers) flashError(c echo.Context, err error, back string) error {
+	e, ok := runtime.AsError(err)
+	if !ok || e.Kind == runtime.KindInternal {
+		return err
+	}
+	h.flash(c, "error", e.Error())
+	return redirect(c, back)
+}
+
+// Tokens lists the person's API tokens.
+func (h *Handlers) Tokens(c echo.Context) error { return h.tokensPage(c, http.StatusOK, "", "") }
+
+func (h *Handlers) tokensPage(c echo.Context, status int, created, errMsg string) error {
+	ts, err := h.RT.TokenList(ctx(c), principal(c))
+	if err != nil {
+		return err
+	}
+	rows := make([]pages.TokenRow, 0, len(ts))
+	for _, t := range ts {
+		rows = append(rows, pages.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Created: fmtTime(t.CreatedAt),
+			Expires: fmtTime(t.ExpiresAt), LastUsed: fmtTimePtr(t.LastUsedAt)})
+	}
+	return render(c, status, pages.Tokens(h.shell(c, "API tokens", ""), rows, created, errMsg))
+}
+
+// CreateToken creates a token and shows its secret once.
+func (h *Handlers) CreateToken(c echo.Context) error {
+	t, err := h.RT.TokenCreate(ctx(c), principal(c), runtime.TokenCreateInput{Name: c.FormValue("name"), Expires: c.FormValue("expires")})
+	if e, ok := runtime.AsError(err); ok && e.Kind != runtime.KindInternal {
+		return h.tokensPage(c, statusOf(e.Kind), "", e.Error())
+	}
+	if err != nil {
+		return err
+	}
+	return h.tokensPage(c, http.StatusOK, t.Token, "")
+}
+
+// RevokeToken revokes one of the person's tokens.
+func (h *Handlers) RevokeToken(c echo.Context) error {
+	if err := h.RT.TokenRevoke(ctx(c), principal(c), c.Param("token")); err != nil {
+		return h.flashError(c, err, "/tokens")
+	}
+	h.flash(c, "ok", "Token revoked.")
+	return redirect(c, "/tokens")
+}

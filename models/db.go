@@ -1,0 +1,74 @@
+// Package models holds Subako's persistent records, opens the database (SQLite
+// by default, PostgreSQL by URL) and applies the embedded, versioned migrations.
+// It knows nothing of HTTP, permissions or policy: those live in runtime.
+package models
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Dialect names the SQL dialect a database speaks; migrations are kept per dialect.
+type Dialect string
+
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// DB is an open database and the dialect it speaks.
+type DB struct {
+	*gorm.DB
+	Dialect Dialect
+}
+
+// Open connects to url when it is set (postgres:// or postgresql://), else to
+// SQLite at dataDir/subako.db, creating the folder. It does not migrate.
+func Open(dataDir, url string) (*DB, error) {
+	cfg := &gorm.Config{Logger: logger.Discard, NowFunc: func() time.Time { return time.Now().UTC() }}
+	if url != "" {
+		if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
+			return nil, fmt.Errorf("models: database-url must start with postgres:// or postgresql://")
+		}
+		db, err := gorm.Open(postgres.Open(url), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("models: open postgres: %w", err)
+		}
+		return &DB{DB: db, Dialect: Postgres}, nil
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("models: create data folder: %w", err)
+	}
+	path := filepath.Join(dataDir, "subako.db")
+	// WAL lets readers run beside the one writer; the busy timeout makes a second
+	// writer wait instead of failing with SQLITE_BUSY.
+	dsn := path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := gorm.Open(sqlite.Open(dsn), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("models: open sqlite %s: %w", path, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("models: sqlite handle: %w", err)
+	}
+	// One writer at a time is SQLite's model; a small pool keeps readers concurrent.
+	sqlDB.SetMaxOpenConns(4)
+	return &DB{DB: db, Dialect: SQLite}, nil
+}
+
+// Close releases the connection pool.
+func (d *DB) Close() error {
+	sqlDB, err := d.DB.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}

@@ -1,0 +1,163 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/subako/subako/models"
+)
+
+// Verdicts of an Action.
+const (
+	VerdictAllowed = "allowed"
+	VerdictRefused = "refused"
+	VerdictFailed  = "failed"
+)
+
+// act collects what a verb learns while it runs, for its Action record.
+type act struct {
+	targets []string
+	model   string
+	version string
+}
+
+func (a *act) target(ids ...string) {
+	for _, id := range ids {
+		if id != "" {
+			a.targets = append(a.targets, id)
+		}
+	}
+}
+
+// run is the one path every verb takes: check the permission, run, record.
+// A Principal without the permission gets an Action already refused, with the
+// missing permission as its reason, and fn never runs.
+func (r *Runtime) run(ctx context.Context, p Principal, verb string, fn func(a *act) error, targets ...string) error {
+	a := &act{}
+	a.target(targets...)
+	if !p.Can(verb) {
+		r.record(ctx, p, verb, a, VerdictRefused, "missing permission "+verb)
+		return &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied",
+			Detail: fmt.Sprintf("%s (%s) may not %s", p.Label, accessLabel(p), verb), MissingPermission: verb}
+	}
+	return r.finish(ctx, p, verb, a, fn(a))
+}
+
+// runOpen is run for the few verbs a caller uses before it has a Principal
+// (signing in, accepting an invitation): recorded the same way, not checked.
+func (r *Runtime) runOpen(ctx context.Context, p Principal, verb string, fn func(a *act) error) error {
+	a := &act{}
+	return r.finish(ctx, p, verb, a, fn(a))
+}
+
+func (r *Runtime) finish(ctx context.Context, p Principal, verb string, a *act, err error) error {
+	switch e, ok := AsError(err); {
+	case err == nil:
+		r.record(ctx, p, verb, a, VerdictAllowed, "")
+	case ok && (e.Kind == KindForbidden || e.Kind == KindUnauthenticated):
+		r.record(ctx, p, verb, a, VerdictRefused, e.Error())
+	default:
+		r.record(ctx, p, verb, a, VerdictFailed, err.Error())
+	}
+	return err
+}
+
+func accessLabel(p Principal) string {
+	if p.Access != "" {
+		return p.Access
+	}
+	return string(p.Kind)
+}
+
+func (r *Runtime) record(ctx context.Context, p Principal, verb string, a *act, verdict, reason string) {
+	rec := models.Action{
+		ID: newID("act"), Verb: verb, ByKind: string(p.Kind), ByID: p.ID, ByLabel: p.Label,
+		Targets: strings.Join(a.targets, " "), Verdict: verdict, Reason: truncate(reason, 1000),
+		Model: a.model, Version: a.version, CreatedAt: r.now(),
+	}
+	// The record is written outside the verb's transaction on purpose: a refusal
+	// or a failure rolls the verb back but must still be on the audit log.
+	if err := r.db.WithContext(context.WithoutCancel(ctx)).Create(&rec).Error; err != nil {
+		r.opts.Log.Error("runtime: record action", "verb", verb, "err", err)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// ActionView is one audit record as interfaces show it.
+type ActionView struct {
+	ID        string    `json:"id"`
+	Verb      string    `json:"verb"`
+	ByKind    string    `json:"by_kind"`
+	ByID      string    `json:"by_id"`
+	By        string    `json:"by"`
+	Targets   []string  `json:"targets"`
+	Verdict   string    `json:"verdict"`
+	Reason    string    `json:"reason,omitempty"`
+	Model     string    `json:"model,omitempty"`
+	Version   string    `json:"version,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ActionFilter narrows Action.list; empty fields match everything.
+type ActionFilter struct {
+	Verb    string `json:"verb" query:"verb"`
+	By      string `json:"by" query:"by"`
+	Verdict string `json:"verdict" query:"verdict"`
+	Limit   int    `json:"limit" query:"limit"`
+	Before  string `json:"before" query:"before"`
+}
+
+// ActionList is Action.list: the audit log, newest first.
+func (r *Runtime) ActionList(ctx context.Context, p Principal, f ActionFilter) ([]ActionView, error) {
+	var out []ActionView
+	err := r.run(ctx, p, "Action.list", func(a *act) error {
+		if f.Verdict != "" && f.Verdict != VerdictAllowed && f.Verdict != VerdictRefused && f.Verdict != VerdictFailed {
+			return invalid("verdict", "invalid_verdict", "verdict must be allowed, refused or failed")
+		}
+		if f.Limit <= 0 || f.Limit > 500 {
+			f.Limit = 100
+		}
+		q := r.db.WithContext(ctx).Model(&models.Action{}).Order("created_at DESC, id DESC").Limit(f.Limit)
+		if f.Verb != "" {
+			q = q.Where("verb = ?", f.Verb)
+		}
+		if f.By != "" {
+			q = q.Where("by_id = ? OR by_label = ?", f.By, f.By)
+		}
+		if f.Verdict != "" {
+			q = q.Where("verdict = ?", f.Verdict)
+		}
+		if f.Before != "" {
+			var b models.Action
+			if err := r.db.WithContext(ctx).First(&b, "id = ?", f.Before).Error; err == nil {
+				q = q.Where("created_at < ? OR (created_at = ? AND id < ?)", b.CreatedAt, b.CreatedAt, b.ID)
+			}
+		}
+		var recs []models.Action
+		if err := q.Find(&recs).Error; err != nil {
+			return fmt.Errorf("runtime: list actions: %w", err)
+		}
+		for _, rec := range recs {
+			out = append(out, actionView(rec))
+		}
+		return nil
+	})
+	return out, err
+}
+
+func actionView(rec models.Action) ActionView {
+	v := ActionView{ID: rec.ID, Verb: rec.Verb, ByKind: rec.ByKind, ByID: rec.ByID, By: rec.ByLabel,
+		Verdict: rec.Verdict, Reason: rec.Reason, Model: rec.Model, Version: rec.Version, CreatedAt: rec.CreatedAt, Targets: []string{}}
+	if rec.Targets != "" {
+		v.Targets = strings.Fields(rec.Targets)
+	}
+	return v
+}

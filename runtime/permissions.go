@@ -1,0 +1,91 @@
+package runtime
+
+import (
+	"slices"
+	"sort"
+)
+
+// Access levels are presets of permissions a person holds in the console. A
+// permission is the name of the verb it allows, so the Action's reason, the
+// 403's missing_permission and the table in docs/permissions.md all read alike.
+const (
+	AccessOwner  = "owner"
+	AccessAdmin  = "admin"
+	AccessMember = "member"
+	AccessViewer = "viewer"
+)
+
+// AccessLevels lists the presets from most to least powerful.
+var AccessLevels = []string{AccessOwner, AccessAdmin, AccessMember, AccessViewer}
+
+// readVerbs are granted to every access level.
+var readVerbs = []string{
+	"Agent.list", "Agent.get",
+	"Version.list", "Version.get", "Version.tools", "Version.diff",
+	"Skill.list", "Skill.get",
+	"Function.list", "Function.get",
+	"Vault.list", "Vault.get", "Credential.list",
+	"Session.list", "Session.get", "Session.tools",
+	"ToolCall.get", "ToolCall.list",
+	"Approval.list",
+	"Sandbox.list", "Sandbox.get",
+	"Usage.get",
+	"User.list",
+	"Token.list", "Token.create", "Token.revoke",
+	"Action.list",
+}
+
+// memberVerbs build and run agents.
+var memberVerbs = []string{
+	"Agent.create", "Agent.update", "Agent.delete",
+	"Version.create", "Version.update", "Version.publish",
+	"Skill.create", "Skill.delete",
+	"Function.install",
+	"Vault.create", "Vault.delete", "Credential.set", "Credential.delete",
+	"Session.create", "Session.end",
+	"ToolCall.create", "ToolCall.complete",
+	"Approval.approve", "Approval.deny",
+	"Archive.download",
+}
+
+// adminVerbs manage people and destroy data that cannot be rebuilt.
+var adminVerbs = []string{
+	"User.invite", "User.update", "User.remove",
+	"Archive.delete",
+}
+
+// ownerVerbs are held by owners alone: naming other owners.
+var ownerVerbs = []string{"User.grant_owner"}
+
+var presets = map[string][]string{
+	AccessViewer: concat(readVerbs),
+	AccessMember: concat(readVerbs, memberVerbs),
+	AccessAdmin:  concat(readVerbs, memberVerbs, adminVerbs),
+	AccessOwner:  concat(readVerbs, memberVerbs, adminVerbs, ownerVerbs),
+}
+
+func concat(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Permissions returns the permissions an access level grants, sorted.
+func Permissions(access string) []string { return slices.Clone(presets[access]) }
+
+// ValidAccess reports whether s names an access level.
+func ValidAccess(s string) bool { return presets[s] != nil }
+
+// AllPermissions lists every permission any level grants, sorted.
+func AllPermissions() []string { return Permissions(AccessOwner) }
+
+func accessRank(a string) int {
+	i := slices.Index(AccessLevels, a)
+	if i < 0 {
+		return len(AccessLevels)
+	}
+	return i
+}

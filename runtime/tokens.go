@@ -1,0 +1,192 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/subako/subako/models"
+)
+
+// MaxTokenLifetime bounds Token.create's expiry: a token that never expires is
+// a credential nobody remembers to revoke.
+const MaxTokenLifetime = 365 * 24 * time.Hour
+
+// TokenView is an API token as listed; Token holds the secret only once, at creation.
+type TokenView struct {
+	ID         string     `json:"id"`
+	User       string     `json:"user"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	Token      string     `json:"token,omitempty"`
+}
+
+func tokenView(t models.Token) TokenView {
+	return TokenView{ID: t.ID, User: t.UserID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt,
+		ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt}
+}
+
+// TokenCreateInput names a token and how long it lives ("24h", "90m", "30d").
+type TokenCreateInput struct {
+	Name    string `json:"name" form:"name"`
+	Expires string `json:"expires" form:"expires"`
+}
+
+// ParseLifetime reads a duration with Go's units plus "d" for days.
+func ParseLifetime(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 24 * time.Hour, nil
+	}
+	var d time.Duration
+	var err error
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		days, err = strconv.Atoi(n)
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil || d <= 0 {
+		return 0, invalid("expires", "invalid_expires", fmt.Sprintf("expires must be a positive duration such as 24h or 30d, not %q", s))
+	}
+	if d > MaxTokenLifetime {
+		return 0, invalid("expires", "expires_too_long", "expires must be at most 365d")
+	}
+	return d, nil
+}
+
+// TokenCreate is Token.create: a bearer token acting as the calling person.
+func (r *Runtime) TokenCreate(ctx context.Context, p Principal, in TokenCreateInput) (TokenView, error) {
+	var out TokenView
+	err := r.run(ctx, p, "Token.create", func(a *act) error {
+		if p.Kind != PrincipalUser {
+			return forbidden("people_only", "only a person can create an API token")
+		}
+		if len(in.Name) > 100 {
+			return invalid("name", "name_too_long", "name must be at most 100 characters")
+		}
+		life, err := ParseLifetime(in.Expires)
+		if err != nil {
+			return err
+		}
+		secret, hash := newSecret("sbk")
+		t := models.Token{ID: newID("tok"), UserID: p.ID, Name: strings.TrimSpace(in.Name), Prefix: secret[:8],
+			TokenHash: hash, CreatedAt: r.now(), ExpiresAt: r.now().Add(life)}
+		if err := r.db.WithContext(ctx).Create(&t).Error; err != nil {
+			return fmt.Errorf("runtime: create token: %w", err)
+		}
+		a.target(t.ID)
+		out = tokenView(t)
+		out.Token = secret
+		return nil
+	})
+	return out, err
+}
+
+// TokenList is Token.list: the caller's own live tokens.
+func (r *Runtime) TokenList(ctx context.Context, p Principal) ([]TokenView, error) {
+	var out []TokenView
+	err := r.run(ctx, p, "Token.list", func(a *act) error {
+		var ts []models.Token
+		if err := r.db.WithContext(ctx).Where("user_id = ? AND revoked_at IS NULL", p.ID).Order("created_at DESC").Find(&ts).Error; err != nil {
+			return err
+		}
+		for _, t := range ts {
+			out = append(out, tokenView(t))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TokenRevoke is Token.revoke. A person revokes their own tokens; whoever may
+// remove people may also revoke anyone's.
+func (r *Runtime) TokenRevoke(ctx context.Context, p Principal, id string) error {
+	return r.run(ctx, p, "Token.revoke", func(a *act) error {
+		var t models.Token
+		err := r.db.WithContext(ctx).First(&t, "id = ? AND revoked_at IS NULL", id).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && t.UserID != p.ID && !p.Can("User.remove")) {
+			return notFound("token", id)
+		}
+		if err != nil {
+			return err
+		}
+		return r.db.WithContext(ctx).Model(&t).Update("revoked_at", r.now()).Error
+	}, id)
+}
+
+// AuthenticateToken resolves a bearer token to its person; revoked, expired and
+// removed people's tokens are refused.
+func (r *Runtime) AuthenticateToken(ctx context.Context, secret string) (Principal, error) {
+	var t models.Token
+	if err := r.db.WithContext(ctx).First(&t, "token_hash = ?", hashSecret(secret)).Error; err != nil {
+		return Anonymous, ErrUnauthenticated
+	}
+	if t.RevokedAt != nil || !r.now().Before(t.ExpiresAt) {
+		return Anonymous, &Error{Kind: KindUnauthenticated, Code: "token_expired", Title: "Token expired",
+			Detail: "this token has expired or was revoked: create a new one"}
+	}
+	var u models.User
+	if err := r.db.WithContext(ctx).First(&u, "id = ?", t.UserID).Error; err != nil {
+		return Anonymous, ErrUnauthenticated
+	}
+	// last_used_at is a hint for people tidying tokens; a minute's precision is plenty.
+	if t.LastUsedAt == nil || r.now().Sub(*t.LastUsedAt) > time.Minute {
+		r.db.WithContext(ctx).Model(&t).Update("last_used_at", r.now())
+	}
+	p := UserPrincipal(u.ID, u.Email, u.Access)
+	p.TokenID = t.ID
+	return p, nil
+}
+
+// UserCreate makes a person directly, for `subako user add` on the server's own
+// database. Without a password it returns a one-time link instead.
+func (r *Runtime) UserCreate(ctx context.Context, p Principal, email, access, password string) (UserView, InviteView, error) {
+	var out UserView
+	if password == "" {
+		inv, err := r.UserInvite(ctx, p, email, access)
+		return out, inv, err
+	}
+	err := r.run(ctx, p, "User.invite", func(a *act) error {
+		email, err := checkEmail(email)
+		if err != nil {
+			return err
+		}
+		if !ValidAccess(access) {
+			return invalid("access", "invalid_access", "access must be one of owner, admin, member, viewer")
+		}
+		hash, err := hashPassword(password)
+		if err != nil {
+			return err
+		}
+		var n int64
+		r.db.WithContext(ctx).Model(&models.User{}).Where("email = ?", email).Count(&n)
+		if n > 0 {
+			return invalid("email", "email_taken", email+" already has access")
+		}
+		u := models.User{ID: newID("usr"), Email: email, Access: access, PasswordHash: hash, CreatedAt: r.now(), UpdatedAt: r.now()}
+		a.target(u.ID)
+		out = userView(u)
+		return r.db.WithContext(ctx).Create(&u).Error
+	})
+	return out, InviteView{}, err
+}
+
+// PrincipalForEmail is the person with that email, for offline CLI commands
+// that act as them (`subako token create --email`).
+func (r *Runtime) PrincipalForEmail(ctx context.Context, email string) (Principal, error) {
+	var u models.User
+	if err := r.db.WithContext(ctx).First(&u, "email = ?", strings.ToLower(strings.TrimSpace(email))).Error; err != nil {
+		return Anonymous, notFound("user with email", email)
+	}
+	return UserPrincipal(u.ID, u.Email, u.Access), nil
+}

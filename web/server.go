@@ -1,0 +1,122 @@
+// Package web assembles the HTTP server: echo, middleware and the one route
+// table. It decides no permissions; the runtime does.
+package web
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/sessions"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/subako/subako/handlers"
+	"github.com/subako/subako/runtime"
+)
+
+// Config is what the server needs beyond the runtime.
+type Config struct {
+	// BaseURL is the console's public address, used in one-time links.
+	BaseURL string
+	// CookieHashKey and CookieBlockKey sign and encrypt the session cookie.
+	CookieHashKey, CookieBlockKey []byte
+	Log                           *slog.Logger
+}
+
+// contentSecurityPolicy forbids inline scripts and any origin but our own.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+
+// New builds the server over a runtime.
+func New(rt *runtime.Runtime, cfg Config) *echo.Echo {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	store := sessions.NewCookieStore(cfg.CookieHashKey, cfg.CookieBlockKey)
+	h := &handlers.Handlers{RT: rt, Cookies: store, BaseURL: cfg.BaseURL, Log: cfg.Log}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = h.ErrorHandler
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	e.Use(middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, crossOrigin(), middleware.BodyLimit("64M"))
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	routes(e, h, rt)
+	return e
+}
+
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		hd := c.Response().Header()
+		hd.Set("Content-Security-Policy", contentSecurityPolicy)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("X-Frame-Options", "DENY")
+		return next(c)
+	}
+}
+
+// crossOrigin refuses unsafe cross-origin browser requests (Go's
+// http.CrossOriginProtection, from Sec-Fetch-Site and Origin). API clients
+// with bearer tokens send neither header and pass.
+func crossOrigin() echo.MiddlewareFunc {
+	cop := http.NewCrossOriginProtection()
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if err := cop.Check(c.Request()); err != nil {
+				return &runtime.Error{Kind: runtime.KindForbidden, Code: "cross_origin", Title: "Cross-origin request refused",
+					Detail: "this request came from another site; reload the page and try again"}
+			}
+			return next(c)
+		}
+	}
+}
+
+// requestLog writes one line per request, naming the route pattern rather than
+// the path: paths can hold one-time tokens that must not reach a log.
+func requestLog(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err)
+			}
+			if c.Path() != "/healthz" && c.Path() != "/metrics" {
+				log.Debug("request", "method", c.Request().Method, "route", c.Path(), "status", c.Response().Status,
+					"ms", time.Since(start).Milliseconds())
+			}
+			return nil
+		}
+	}
+}
+
+func metrics(reg *prometheus.Registry) echo.MiddlewareFunc {
+	count := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "subako_http_requests_total",
+		Help: "HTTP requests by route, method and status."}, []string{"route", "method", "status"})
+	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "subako_http_request_duration_seconds",
+		Help: "HTTP request durations by route and method.", Buckets: prometheus.DefBuckets}, []string{"route", "method"})
+	reg.MustRegister(count, dur)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err)
+			}
+			route := c.Path()
+			if route == "" {
+				route = "unmatched"
+			}
+			count.WithLabelValues(route, c.Request().Method, strconv.Itoa(c.Response().Status)).Inc()
+			dur.WithLabelValues(route, c.Request().Method).Observe(time.Since(start).Seconds())
+			return nil
+		}
+	}
+}
