@@ -25,7 +25,7 @@ func (h *Handlers) Dashboard(c echo.Context) error {
 			}
 		}
 	}
-	if acts, err := h.RT.ActionList(ctx(c), p, runtime.ActionFilter{Limit: 8}); err == nil {
+	if acts, err := h.RT.ActionList(ctx(c), p, runtime.ActionFilter{Limit: 8, Changes: true}); err == nil {
 		d.Actions = actionRows(acts)
 	}
 	return render(c, http.StatusOK, pages.DashboardPage(h.shell(c, "Dashboard", ""), d))

@@ -112,7 +112,7 @@ func fmtTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format("2006-01-02 15:04 UTC")
+	return t.UTC().Format("Jan 2 15:04 UTC")
 }
 
 func fmtTimePtr(t *time.Time) string {

@@ -32,7 +32,7 @@ func (h *Handlers) RequireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="subako"`)
 			return runtime.ErrUnauthenticated
 		}
-		p, err := h.RT.AuthenticateToken(ctx(c), strings.TrimSpace(token))
+		p, err := h.RT.Authenticate(ctx(c), strings.TrimSpace(token))
 		if err != nil {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="subako", error="invalid_token"`)
 			return err

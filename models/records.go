@@ -72,3 +72,184 @@ type Agent struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }
+
+// Version is one numbered version of an agent: a draft until published, then
+// immutable. Config is the agent config JSON as Export writes it.
+type Version struct {
+	ID            string `gorm:"primaryKey"`
+	AgentID       string
+	Number        int
+	State         string
+	Config        string
+	FromVersionID string
+	CreatedBy     string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	PublishedAt   *time.Time
+}
+
+// Skill is a named set of files an agent may read (skill__<name>__read) and a
+// sandbox sees at /skills/<name>.
+type Skill struct {
+	ID          string `gorm:"primaryKey"`
+	Name        string
+	Description string
+	FileCount   int
+	TotalBytes  int64
+	CreatedBy   string
+	CreatedAt   time.Time
+}
+
+// SkillFile is one file of a skill, by its checked relative path.
+type SkillFile struct {
+	SkillID string `gorm:"primaryKey"`
+	Path    string `gorm:"primaryKey"`
+	Content []byte
+	Size    int64
+	Mode    int
+}
+
+// FunctionPackage is one installed version of a WebAssembly function package.
+type FunctionPackage struct {
+	ID          string `gorm:"primaryKey"`
+	Name        string
+	Version     string
+	Description string
+	Manifest    string
+	WasmSHA256  string `gorm:"column:wasm_sha256"`
+	WasmSize    int64
+	CompileMS   int64 `gorm:"column:compile_ms"`
+	CreatedBy   string
+	CreatedAt   time.Time
+}
+
+// Vault holds credentials a session presents on the agent's behalf.
+type Vault struct {
+	ID          string `gorm:"primaryKey"`
+	Name        string
+	Description string
+	CreatedBy   string
+	CreatedAt   time.Time
+}
+
+// Credential is one secret bound to a URL prefix; the secret is sealed
+// (AES-256-GCM) and never leaves the runtime in the clear.
+type Credential struct {
+	ID         string `gorm:"primaryKey"`
+	VaultID    string
+	Prefix     string
+	Type       string
+	HeaderName string
+	Username   string
+	KeyID      string
+	Ciphertext []byte
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	LastUsedAt *time.Time
+}
+
+// Session runs a published version with vaults; agents reach it with its token.
+type Session struct {
+	ID        string `gorm:"primaryKey"`
+	VersionID string
+	AgentID   string
+	Title     string
+	State     string
+	TokenHash string
+	CreatedBy string
+	CreatedAt time.Time
+	EndedAt   *time.Time
+}
+
+// SessionVault binds a vault to a session; Position orders ties between vaults.
+type SessionVault struct {
+	SessionID string `gorm:"primaryKey"`
+	VaultID   string `gorm:"primaryKey"`
+	Position  int
+}
+
+// SessionRule is an approver's "allow for this session" for one exact tool.
+type SessionRule struct {
+	ID        string `gorm:"primaryKey"`
+	SessionID string
+	Tool      string
+	Policy    string
+	CreatedBy string
+	CreatedAt time.Time
+}
+
+// Client is an app connected to a session, with the tools it declared.
+type Client struct {
+	SessionID   string `gorm:"primaryKey"`
+	Name        string `gorm:"primaryKey"`
+	Tools       string
+	ConnectedAt time.Time
+	LastSeenAt  time.Time
+}
+
+// MCPDiscovery caches an MCP server's tools/list by URL.
+type MCPDiscovery struct {
+	URL          string `gorm:"primaryKey;column:url"`
+	Tools        string
+	Error        string
+	DiscoveredAt time.Time
+}
+
+// ToolCall is one call of one tool in a session, from request to result.
+type ToolCall struct {
+	ID              string `gorm:"primaryKey"`
+	SessionID       string
+	VersionID       string
+	Tool            string
+	Kind            string
+	GrantName       string
+	ToolName        string
+	Input           string
+	InputTruncated  bool
+	Output          string
+	OutputTruncated bool
+	Error           string
+	Status          string
+	Verdict         string
+	PolicySource    string
+	Reason          string
+	Model           string
+	ByKind          string
+	ByID            string
+	ByLabel         string
+	Client          string
+	ClaimedBy       string
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+	DurationMS      int64 `gorm:"column:duration_ms"`
+}
+
+// Approval is the decision an ask-first call waits for.
+type Approval struct {
+	ID             string `gorm:"primaryKey"`
+	ToolCallID     string
+	SessionID      string
+	State          string
+	Scope          string
+	Reason         string
+	DecidedBy      string
+	DecidedByLabel string
+	CreatedAt      time.Time
+	DecidedAt      *time.Time
+	ExpiresAt      time.Time
+}
+
+// UsageRecord is metered use: machine seconds, function seconds, archive storage.
+type UsageRecord struct {
+	ID        string `gorm:"primaryKey"`
+	Kind      string
+	SessionID string
+	AgentID   string
+	Subject   string
+	Quantity  float64
+	Unit      string
+	Credits   float64
+	StartedAt time.Time
+	EndedAt   time.Time
+}

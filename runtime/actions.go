@@ -113,6 +113,8 @@ type ActionFilter struct {
 	Verdict string `json:"verdict" query:"verdict"`
 	Limit   int    `json:"limit" query:"limit"`
 	Before  string `json:"before" query:"before"`
+	// Changes leaves out verbs that only read.
+	Changes bool `json:"changes" query:"changes"`
 }
 
 // ActionList is Action.list: the audit log, newest first.
@@ -134,6 +136,9 @@ func (r *Runtime) ActionList(ctx context.Context, p Principal, f ActionFilter) (
 		}
 		if f.Verdict != "" {
 			q = q.Where("verdict = ?", f.Verdict)
+		}
+		if f.Changes {
+			q = q.Where("verb NOT IN ?", readOnlyVerbs())
 		}
 		if f.Before != "" {
 			var b models.Action

@@ -35,6 +35,17 @@ var readVerbs = []string{
 	"Action.list",
 }
 
+// readOnlyVerbs are the verbs that change nothing.
+func readOnlyVerbs() []string {
+	var out []string
+	for _, v := range readVerbs {
+		if v != "Token.create" && v != "Token.revoke" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // memberVerbs build and run agents.
 var memberVerbs = []string{
 	"Agent.create", "Agent.update", "Agent.delete",

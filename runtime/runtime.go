@@ -6,6 +6,7 @@
 package runtime
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/mcpclient"
+	"github.com/subako/subako/runtime/vault"
 )
 
 // Clock is injected so timers (expiry, lifecycles) can be tested without waiting.
@@ -35,12 +38,27 @@ type Options struct {
 	SetupTTL time.Duration
 	// WebSessionTTL bounds how long a browser stays signed in.
 	WebSessionTTL time.Duration
+	// Releases are the sandbox platform releases this server offers.
+	Releases []string
+	// Keys seal vault secrets; without them a fresh in-memory key is made,
+	// which suits tests and nothing else.
+	Keys *vault.Keyring
+	// ApprovalTimeout is how long an ask-first call may wait for a decision.
+	ApprovalTimeout time.Duration
+	// MCPTimeout bounds one call to an MCP server.
+	MCPTimeout time.Duration
+	// ClientTimeout is how long a client tool call waits for its client.
+	ClientTimeout time.Duration
 }
 
 // Runtime holds what every verb needs.
 type Runtime struct {
-	db   *models.DB
-	opts Options
+	db      *models.DB
+	opts    Options
+	mcp     *mcpclient.Pool
+	events  *hub
+	runners Runners
+	stop    context.CancelFunc
 }
 
 // New builds a Runtime over an open, migrated database.
@@ -57,7 +75,32 @@ func New(db *models.DB, opts Options) *Runtime {
 	if opts.WebSessionTTL == 0 {
 		opts.WebSessionTTL = 7 * 24 * time.Hour
 	}
-	return &Runtime{db: db, opts: opts}
+	if len(opts.Releases) == 0 {
+		opts.Releases = DefaultReleases
+	}
+	if opts.Keys == nil {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		opts.Keys, _ = vault.NewKeyringFromSecret(hex.EncodeToString(b))
+	}
+	if opts.ApprovalTimeout == 0 {
+		opts.ApprovalTimeout = 24 * time.Hour
+	}
+	if opts.MCPTimeout == 0 {
+		opts.MCPTimeout = 30 * time.Second
+	}
+	if opts.ClientTimeout == 0 {
+		opts.ClientTimeout = 5 * time.Minute
+	}
+	return &Runtime{db: db, opts: opts, mcp: mcpclient.NewPool(mcpclient.Options{Timeout: opts.MCPTimeout}), events: newHub()}
+}
+
+// Close stops what the runtime runs in the background.
+func (r *Runtime) Close() {
+	if r.stop != nil {
+		r.stop()
+	}
+	r.mcp.Close()
 }
 
 // DB exposes the database for wiring (health checks); verbs never go around the runtime.

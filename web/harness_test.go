@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subako/subako/models"
 	"github.com/subako/subako/models/modelstest"
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/web"
@@ -185,3 +186,27 @@ type problem struct {
 
 // quiet keeps expected refusals out of the test output.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// installTestFunction records a function package as installed, so configs can
+// grant it before the functions capability installs real ones.
+func (e *env) installTestFunction() {
+	e.t.Helper()
+	manifest := `{"name":"github","version":"1.0.0","tools":[{"name":"get_repo","description":"Read a repository","input_schema":{"type":"object"}}]}`
+	err := e.rt.DB().Create(&models.FunctionPackage{ID: "fp_test", Name: "github", Version: "1.0.0", Manifest: manifest,
+		WasmSHA256: "00", WasmSize: 1, CreatedAt: time.Now()}).Error
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func waitABit() { time.Sleep(50 * time.Millisecond) }
+
+// browserOf signs the owner in with a fresh browser.
+func (e *env) browserOf() *client {
+	e.t.Helper()
+	b := e.browser()
+	if resp, _ := b.post("/login", url.Values{"email": {"owner@example.com"}, "password": {password}}); resp.StatusCode != http.StatusSeeOther {
+		e.t.Fatalf("owner login: %d", resp.StatusCode)
+	}
+	return b
+}

@@ -26,6 +26,38 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"Agent.get", http.MethodGet, "/agents/:agent", h.APIAgentGet},
 		{"Agent.update", http.MethodPatch, "/agents/:agent", h.APIAgentUpdate},
 		{"Agent.delete", http.MethodDelete, "/agents/:agent", h.APIAgentDelete},
+		{"Version.list", http.MethodGet, "/agents/:agent/versions", h.APIVersionList},
+		{"Version.create", http.MethodPost, "/agents/:agent/versions", h.APIVersionCreate},
+		{"Version.get", http.MethodGet, "/versions/:version", h.APIVersionGet},
+		{"Version.update", http.MethodPut, "/versions/:version/config", h.APIVersionUpdate},
+		{"Version.publish", http.MethodPost, "/versions/:version/publish", h.APIVersionPublish},
+		{"Version.tools", http.MethodGet, "/versions/:version/tools", h.APIVersionTools},
+		{"Version.diff", http.MethodGet, "/versions/:version/diff", h.APIVersionDiff},
+		{"Skill.list", http.MethodGet, "/skills", h.APISkillList},
+		{"Skill.create", http.MethodPost, "/skills", h.APISkillCreate},
+		{"Skill.get", http.MethodGet, "/skills/:skill", h.APISkillGet},
+		{"Skill.delete", http.MethodDelete, "/skills/:skill", h.APISkillDelete},
+		{"Vault.list", http.MethodGet, "/vaults", h.APIVaultList},
+		{"Vault.create", http.MethodPost, "/vaults", h.APIVaultCreate},
+		{"Vault.get", http.MethodGet, "/vaults/:vault", h.APIVaultGet},
+		{"Vault.delete", http.MethodDelete, "/vaults/:vault", h.APIVaultDelete},
+		{"Credential.list", http.MethodGet, "/vaults/:vault/credentials", h.APICredentialList},
+		{"Credential.set", http.MethodPut, "/vaults/:vault/credentials", h.APICredentialSet},
+		{"Credential.delete", http.MethodDelete, "/vaults/:vault/credentials/:credential", h.APICredentialDelete},
+		{"Session.list", http.MethodGet, "/sessions", h.APISessionList},
+		{"Session.create", http.MethodPost, "/sessions", h.APISessionCreate},
+		{"Session.get", http.MethodGet, "/sessions/:session", h.APISessionGet},
+		{"Session.end", http.MethodPost, "/sessions/:session/end", h.APISessionEnd},
+		{"Session.tools", http.MethodGet, "/sessions/:session/tools", h.APISessionTools},
+		{"ToolCall.create", http.MethodPost, "/sessions/:session/tool_calls", h.APIToolCallCreate},
+		{"ToolCall.get", http.MethodGet, "/tool_calls/:call", h.APIToolCallGet},
+		{"ToolCall.list", http.MethodGet, "/sessions/:session/tool_calls", h.APIToolCallList},
+		{"ToolCall.complete", http.MethodPost, "/tool_calls/:call/result", h.APIToolCallComplete},
+		{"Client.connect", http.MethodPut, "/sessions/:session/clients/:client", h.APIClientConnect},
+		{"ClientCall.next", http.MethodGet, "/sessions/:session/clients/:client/calls", h.APIClientCallNext},
+		{"Approval.list", http.MethodGet, "/approvals", h.APIApprovalList},
+		{"Approval.approve", http.MethodPost, "/approvals/:approval/approve", h.APIApprovalApprove},
+		{"Approval.deny", http.MethodPost, "/approvals/:approval/deny", h.APIApprovalDeny},
 		{"User.list", http.MethodGet, "/users", h.APIUserList},
 		{"User.invite", http.MethodPost, "/users", h.APIUserInvite},
 		{"User.update", http.MethodPatch, "/users/:user", h.APIUserUpdate},
@@ -66,6 +98,26 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.POST("/logout", h.Logout)
 	con.GET("/agents", h.Agents)
 	con.POST("/agents", h.CreateAgent)
+	con.GET("/agents/:agent", h.Agent)
+	con.POST("/agents/:agent", h.UpdateAgent)
+	con.POST("/agents/:agent/delete", h.DeleteAgent)
+	con.POST("/agents/:agent/versions", h.CreateVersion)
+	con.GET("/versions/:version", h.Version)
+	con.POST("/versions/:version/publish", h.PublishVersion)
+	con.GET("/versions/:version/export", h.ExportVersion)
+	con.POST("/versions/:version/import", h.ImportVersion)
+	con.GET("/versions/:version/diff", h.DiffVersion)
+	con.GET("/versions/:version/grants/:kind/new", h.NewGrant)
+	con.POST("/versions/:version/grants/:kind", h.SaveGrant)
+	con.POST("/versions/:version/check-name/:kind", h.CheckGrantName)
+	con.GET("/versions/:version/grants/:kind/:name/edit", h.EditGrant)
+	con.POST("/versions/:version/grants/:kind/:name", h.SaveGrant)
+	con.POST("/versions/:version/grants/:kind/:name/remove", h.RemoveGrant)
+	con.GET("/skills", h.Skills)
+	con.POST("/skills", h.CreateSkill)
+	con.GET("/skills/:skill", h.Skill)
+	con.GET("/skills/:skill/files/*", h.SkillFile)
+	con.POST("/skills/:skill/delete", h.DeleteSkill)
 	con.GET("/people", h.People)
 	con.POST("/people/invite", h.Invite)
 	con.POST("/people/:user/access", h.ChangeAccess)

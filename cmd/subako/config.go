@@ -1,19 +1,16 @@
 package main
 
 import (
-	"crypto/hkdf"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/subako/subako/runtime/vault"
 )
 
 // Config is every setting of `subako serve`, each a flag with an environment
@@ -93,48 +90,16 @@ func logLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// secretKey returns the server's master secret: SUBAKO_SECRET_KEY,
-// SUBAKO_SECRET_KEY_FILE, or a key generated on first run into the data folder
-// (mode 0600). Cookie and vault keys are derived from it.
-func secretKey(dataDir string) ([]byte, error) {
+// keyring returns the server's keys: from SUBAKO_SECRET_KEY (one secret as
+// text), from SUBAKO_SECRET_KEY_FILE (lines of id:base64key, the first current),
+// or from DATA/vault.key, generated on first run with mode 0600. The keys seal
+// vault secrets; the console's cookie keys are derived from the current one.
+func keyring(dataDir string) (*vault.Keyring, error) {
 	if v := os.Getenv("SUBAKO_SECRET_KEY"); v != "" {
-		return checkKey([]byte(v), "SUBAKO_SECRET_KEY")
-	}
-	if path := os.Getenv("SUBAKO_SECRET_KEY_FILE"); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("SUBAKO_SECRET_KEY_FILE: %w", err)
-		}
-		return checkKey([]byte(strings.TrimSpace(string(b))), "SUBAKO_SECRET_KEY_FILE")
-	}
-	path := filepath.Join(dataDir, "secret.key")
-	if b, err := os.ReadFile(path); err == nil {
-		return checkKey([]byte(strings.TrimSpace(string(b))), path)
+		return vault.NewKeyringFromSecret(v)
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
-	raw := make([]byte, 32)
-	_, _ = rand.Read(raw)
-	key := hex.EncodeToString(raw)
-	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
-	}
-	return []byte(key), nil
-}
-
-func checkKey(k []byte, from string) ([]byte, error) {
-	if len(k) < 32 {
-		return nil, fmt.Errorf("%s: the secret key must be at least 32 characters", from)
-	}
-	return k, nil
-}
-
-// deriveKey gives each use of the master secret its own key.
-func deriveKey(master []byte, purpose string, n int) []byte {
-	k, err := hkdf.Key(sha256.New, master, nil, "subako "+purpose, n)
-	if err != nil {
-		panic(err) // only for n beyond HKDF's limit, a programming error
-	}
-	return k
+	return vault.LoadKeyring(dataDir, os.Getenv("SUBAKO_SECRET_KEY_FILE"))
 }

@@ -57,13 +57,14 @@ func serve(args []string) error {
 		return err
 	}
 	defer db.Close()
-	master, err := secretKey(c.Data)
+	keys, err := keyring(c.Data)
 	if err != nil {
 		return err
 	}
-	rt := runtime.New(db, runtime.Options{Log: log})
+	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ApprovalTimeout: c.ApprovalTimeout})
+	defer rt.Close()
 	srv := web.New(rt, web.Config{BaseURL: c.BaseURL, Log: log,
-		CookieHashKey: deriveKey(master, "cookie hash", 32), CookieBlockKey: deriveKey(master, "cookie block", 32)})
+		CookieHashKey: keys.Derive("cookie hash", 32), CookieBlockKey: keys.Derive("cookie block", 32)})
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -71,6 +72,7 @@ func serve(args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
+	rt.Start(ctx, 2*time.Second)
 	log.Info("subako serving", "url", c.BaseURL, "dialect", db.Dialect, "data", c.Data)
 	if token, ok, err := rt.EnsureSetupLink(ctx); err != nil {
 		return err

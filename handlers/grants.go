@@ -1,0 +1,332 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/tools"
+	"github.com/subako/subako/views/pages"
+)
+
+// kindInfo is how the editor names each kind of grant.
+type kindInfo struct {
+	Kind, Title, Singular, Lead string
+	HasPolicy                   bool
+}
+
+var kinds = []kindInfo{
+	{tools.KindMCP, "MCP servers", "MCP server", "Remote MCP servers; the session's vault credential for the URL is attached to every call.", true},
+	{tools.KindSkill, "Skills", "skill", "Files from the skills library the agent can read (skill__<name>__read).", false},
+	{tools.KindSandbox, "Sandboxes", "sandbox", "A Linux machine of the session's own, reached through exec. Prefer a function where one fits.", true},
+	{tools.KindFn, "Functions", "function", "WebAssembly packages, a fresh sandbox per call, with no network but the origins listed.", true},
+	{tools.KindBuiltin, "Built-ins", "built-in", "Subako's own tools: ask_user (a question the user answers) and session (names the session).", false},
+}
+
+func kindOf(k string) (kindInfo, bool) {
+	for _, ki := range kinds {
+		if ki.Kind == k {
+			return ki, true
+		}
+	}
+	return kindInfo{}, false
+}
+
+func grantSections(cfg tools.Config) []pages.GrantSection {
+	var out []pages.GrantSection
+	for _, ki := range kinds {
+		sec := pages.GrantSection{Kind: ki.Kind, Title: ki.Title, Add: "Add " + ki.Singular, Lead: ki.Lead, HasPolicy: ki.HasPolicy}
+		switch ki.Kind {
+		case tools.KindMCP:
+			for _, g := range cfg.MCPServers {
+				sec.Grants = append(sec.Grants, pages.GrantRow{Name: g.Name, Details: []string{g.URL}, Policy: g.DefaultPolicy, Rules: ruleLines(g.ToolRules)})
+			}
+		case tools.KindSkill:
+			for _, g := range cfg.Skills {
+				sec.Grants = append(sec.Grants, pages.GrantRow{Name: g.Name, Details: []string{"skill " + g.Skill}})
+			}
+		case tools.KindSandbox:
+			for _, g := range cfg.Sandboxes {
+				net := "Internet"
+				if g.Network.Type == tools.NetworkNone {
+					net = "No internet"
+				}
+				sec.Grants = append(sec.Grants, pages.GrantRow{Name: g.Name, Details: []string{"Platform " + g.Environment.Release, net},
+					Policy: g.DefaultPolicy, Rules: ruleLines(g.ToolRules)})
+			}
+		case tools.KindFn:
+			for _, g := range cfg.Functions {
+				sec.Grants = append(sec.Grants, pages.GrantRow{Name: g.Name, Details: []string{g.Package + " " + g.Version, strings.Join(g.Origins, ", ")},
+					Policy: g.DefaultPolicy, Rules: ruleLines(g.ToolRules)})
+			}
+		case tools.KindBuiltin:
+			for _, g := range cfg.Builtins {
+				sec.Grants = append(sec.Grants, pages.GrantRow{Name: g.Name})
+			}
+		}
+		out = append(out, sec)
+	}
+	return out
+}
+
+func ruleLines(rules map[string]string) []string {
+	var out []string
+	for t, p := range rules {
+		out = append(out, t+" → "+p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// grantForm fills the form for a kind, from the grant named current when editing.
+func (h *Handlers) grantForm(c echo.Context, kind, current string) (pages.GrantForm, error) {
+	ki, ok := kindOf(kind)
+	if !ok {
+		return pages.GrantForm{}, echo.NewHTTPError(http.StatusNotFound, "no grant kind "+kind)
+	}
+	p := principal(c)
+	v, err := h.RT.VersionGet(ctx(c), p, c.Param("version"))
+	if err != nil {
+		return pages.GrantForm{}, err
+	}
+	a, err := h.RT.AgentGet(ctx(c), p, v.Agent)
+	if err != nil {
+		return pages.GrantForm{}, err
+	}
+	f := pages.GrantForm{VersionID: v.ID, AgentName: a.Name, Number: v.Number, Kind: kind, HasPolicy: ki.HasPolicy,
+		Title: "Add " + ki.Singular, Current: current, Policy: "allow", Network: tools.NetworkUnrestricted,
+		Releases: h.RT.Releases(), Release: "2026", Errors: map[string]string{}}
+	if current != "" {
+		f.Title = "Edit " + ki.Singular + " " + current
+		if !fillFromConfig(&f, v.Parsed()) {
+			return f, echo.NewHTTPError(http.StatusNotFound, "no "+ki.Singular+" named "+current+" in this version")
+		}
+	}
+	h.fillChoices(c, &f)
+	return f, nil
+}
+
+func fillFromConfig(f *pages.GrantForm, cfg tools.Config) bool {
+	rules := func(m map[string]string) {
+		for t, p := range m {
+			f.Rules = append(f.Rules, pages.RuleRow{Tool: t, Policy: p})
+		}
+		sort.Slice(f.Rules, func(i, j int) bool { return f.Rules[i].Tool < f.Rules[j].Tool })
+	}
+	switch f.Kind {
+	case tools.KindMCP:
+		if i := slices.IndexFunc(cfg.MCPServers, func(g tools.MCPServer) bool { return g.Name == f.Current }); i >= 0 {
+			g := cfg.MCPServers[i]
+			f.Name, f.URL, f.Policy = g.Name, g.URL, g.DefaultPolicy
+			rules(g.ToolRules)
+			return true
+		}
+	case tools.KindSkill:
+		if i := slices.IndexFunc(cfg.Skills, func(g tools.Skill) bool { return g.Name == f.Current }); i >= 0 {
+			f.Name, f.Skill = cfg.Skills[i].Name, cfg.Skills[i].Skill
+			return true
+		}
+	case tools.KindSandbox:
+		if i := slices.IndexFunc(cfg.Sandboxes, func(g tools.Sandbox) bool { return g.Name == f.Current }); i >= 0 {
+			g := cfg.Sandboxes[i]
+			f.Name, f.Release, f.Network, f.Policy = g.Name, g.Environment.Release, g.Network.Type, g.DefaultPolicy
+			rules(g.ToolRules)
+			return true
+		}
+	case tools.KindFn:
+		if i := slices.IndexFunc(cfg.Functions, func(g tools.Function) bool { return g.Name == f.Current }); i >= 0 {
+			g := cfg.Functions[i]
+			f.Name, f.Package, f.Origins, f.Policy = g.Name, g.Package+"@"+g.Version, strings.Join(g.Origins, "\n"), g.DefaultPolicy
+			rules(g.ToolRules)
+			return true
+		}
+	case tools.KindBuiltin:
+		if slices.ContainsFunc(cfg.Builtins, func(g tools.Builtin) bool { return g.Name == f.Current }) {
+			f.Name = f.Current
+			return true
+		}
+	}
+	return false
+}
+
+// fillChoices adds the selects' options and blank rule rows.
+func (h *Handlers) fillChoices(c echo.Context, f *pages.GrantForm) {
+	p := principal(c)
+	switch f.Kind {
+	case tools.KindSandbox:
+		f.FixedTools = []string{tools.SandboxTool}
+	case tools.KindSkill:
+		f.Skills = h.skillOptions(c)
+	case tools.KindFn:
+		if fns, err := h.RT.FunctionList(ctx(c), p); err == nil {
+			for _, fn := range fns {
+				f.Packages = append(f.Packages, pages.Option{Value: fn.Name + "@" + fn.Version, Label: fn.Name + " " + fn.Version})
+			}
+		}
+	case tools.KindBuiltin:
+		f.Builtins = []pages.Option{{Value: tools.BuiltinAskUser, Label: "ask_user — ask the user a question"}, {Value: tools.BuiltinSession, Label: "session — name the session"}}
+	}
+	for len(f.Rules) < 3 || f.Rules[len(f.Rules)-1].Tool != "" {
+		f.Rules = append(f.Rules, pages.RuleRow{Policy: "ask"})
+	}
+}
+
+// NewGrant shows the form to add a grant.
+func (h *Handlers) NewGrant(c echo.Context) error {
+	f, err := h.grantForm(c, c.Param("kind"), "")
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, pages.GrantFormPage(h.shell(c, f.Title, "agents"), f))
+}
+
+// EditGrant shows the form to edit a grant.
+func (h *Handlers) EditGrant(c echo.Context) error {
+	f, err := h.grantForm(c, c.Param("kind"), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, pages.GrantFormPage(h.shell(c, f.Title, "agents"), f))
+}
+
+// SaveGrant adds or replaces a grant through Version.update; a problem is
+// shown under the field it concerns.
+func (h *Handlers) SaveGrant(c echo.Context) error {
+	kind, current := c.Param("kind"), c.Param("name")
+	f, err := h.grantForm(c, kind, "")
+	if err != nil {
+		return err
+	}
+	f.Current = current
+	if current != "" {
+		f.Title = strings.Replace(f.Title, "Add", "Edit", 1) + " " + current
+	}
+	readForm(c, &f)
+	_, err = h.RT.VersionSetGrant(ctx(c), principal(c), f.VersionID, kind, current, grantJSON(f))
+	if err == nil {
+		h.flash(c, "ok", "Saved "+f.Name+".")
+		return redirect(c, "/versions/"+f.VersionID+"#section-"+kind)
+	}
+	e, ok := runtime.AsError(err)
+	if !ok || e.Kind != runtime.KindInvalid {
+		return h.flashError(c, err, "/versions/"+f.VersionID)
+	}
+	for _, fe := range e.Fields {
+		field := formField(fe.Field)
+		if _, taken := f.Errors[field]; !taken && field != "" {
+			f.Errors[field] = fe.Detail
+		} else if field == "" {
+			f.Error = fe.Field + ": " + fe.Detail
+		}
+	}
+	h.fillChoices(c, &f)
+	return render(c, http.StatusUnprocessableEntity, pages.GrantFormPage(h.shell(c, f.Title, "agents"), f))
+}
+
+func readForm(c echo.Context, f *pages.GrantForm) {
+	f.Name = strings.TrimSpace(c.FormValue("name"))
+	f.URL = strings.TrimSpace(c.FormValue("url"))
+	f.Skill = c.FormValue("skill")
+	f.Release = c.FormValue("release")
+	f.Network = c.FormValue("network")
+	f.Policy = c.FormValue("default_policy")
+	f.Package = c.FormValue("package")
+	f.Origins = c.FormValue("origins")
+	form, _ := c.FormParams()
+	toolsIn, policies := form["rule_tool"], form["rule_policy"]
+	f.Rules = nil
+	for i, t := range toolsIn {
+		if t = strings.TrimSpace(t); t != "" && i < len(policies) {
+			f.Rules = append(f.Rules, pages.RuleRow{Tool: t, Policy: policies[i]})
+		}
+	}
+}
+
+// grantJSON writes the form as the grant's agent-config object.
+func grantJSON(f pages.GrantForm) json.RawMessage {
+	rules := map[string]string{}
+	for _, r := range f.Rules {
+		rules[r.Tool] = r.Policy
+	}
+	var g map[string]any
+	switch f.Kind {
+	case tools.KindMCP:
+		g = map[string]any{"name": f.Name, "url": f.URL, "default_policy": f.Policy, "tool_rules": rules}
+	case tools.KindSkill:
+		g = map[string]any{"name": f.Name, "skill": f.Skill}
+	case tools.KindSandbox:
+		g = map[string]any{"name": f.Name, "environment": map[string]string{"type": "platform", "release": f.Release},
+			"network": map[string]string{"type": f.Network}, "default_policy": f.Policy, "tool_rules": rules}
+	case tools.KindFn:
+		pkg, ver, _ := strings.Cut(f.Package, "@")
+		origins := []string{}
+		for _, o := range strings.Fields(f.Origins) {
+			origins = append(origins, o)
+		}
+		g = map[string]any{"name": f.Name, "package": pkg, "version": ver, "origins": origins, "default_policy": f.Policy, "tool_rules": rules}
+	default:
+		g = map[string]any{"name": f.Name}
+	}
+	b, _ := json.Marshal(g)
+	return b
+}
+
+var grantPrefix = regexp.MustCompile(`^[a-z_]+\[\d+\]\.?`)
+
+// formField maps a config path (sandboxes[0].environment.release) to the form field it concerns.
+func formField(path string) string {
+	rest := grantPrefix.ReplaceAllString(path, "")
+	switch {
+	case rest == "environment.release" || rest == "environment" || strings.HasPrefix(rest, "environment."):
+		return "release"
+	case strings.HasPrefix(rest, "network"):
+		return "network"
+	case strings.HasPrefix(rest, "tool_rules"):
+		return "tool_rules"
+	case strings.HasPrefix(rest, "origins"):
+		return "origins"
+	case rest == "version":
+		return "package"
+	}
+	return rest
+}
+
+// CheckGrantName answers the live name check with the message for the field.
+func (h *Handlers) CheckGrantName(c echo.Context) error {
+	errs, err := h.RT.CheckGrantName(ctx(c), principal(c), c.Param("version"), c.Param("kind"), strings.TrimSpace(c.FormValue("name")), c.FormValue("current"))
+	if err != nil {
+		return err
+	}
+	msg := ""
+	if len(errs) > 0 {
+		msg = errs[0].Detail
+	}
+	return render(c, http.StatusOK, pages.NameError(msg))
+}
+
+// RemoveGrant removes a grant from a draft.
+func (h *Handlers) RemoveGrant(c echo.Context) error {
+	id := c.Param("version")
+	if _, err := h.RT.VersionRemoveGrant(ctx(c), principal(c), id, c.Param("kind"), c.Param("name")); err != nil {
+		return h.flashError(c, err, "/versions/"+id)
+	}
+	h.flash(c, "ok", fmt.Sprintf("Removed %s.", c.Param("name")))
+	return redirect(c, "/versions/"+id)
+}
+
+func (h *Handlers) skillOptions(c echo.Context) []pages.Option {
+	var out []pages.Option
+	if skills, err := h.RT.SkillList(ctx(c), principal(c)); err == nil {
+		for _, s := range skills {
+			out = append(out, pages.Option{Value: s.Name, Label: s.Name})
+		}
+	}
+	return out
+}

@@ -1,0 +1,165 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"gorm.io/gorm/clause"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/tools"
+)
+
+// ClientInput is Client.connect's body: the tools a client offers the session.
+type ClientInput struct {
+	Session string          `json:"session" param:"session"`
+	Client  string          `json:"client" param:"client"`
+	Tools   []tools.ToolDef `json:"tools"`
+}
+
+// ClientView is a connected client and its tools.
+type ClientView struct {
+	Name        string          `json:"name"`
+	Tools       []tools.ToolDef `json:"tools"`
+	ConnectedAt time.Time       `json:"connected_at"`
+	LastSeenAt  time.Time       `json:"last_seen_at"`
+}
+
+var clientToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ClientConnect is Client.connect: declares (or redeclares) a client's tools.
+func (r *Runtime) ClientConnect(ctx context.Context, p Principal, in ClientInput) (ClientView, error) {
+	var out ClientView
+	err := r.run(ctx, p, "Client.connect", func(a *act) error {
+		s, err := r.loadSession(ctx, p, in.Session)
+		if err != nil {
+			return err
+		}
+		if s.State != SessionActive {
+			return conflict("session_ended", "the session has ended")
+		}
+		if errs := tools.CheckName(tools.KindClient, in.Client, nil); len(errs) > 0 {
+			return invalid("client", errs[0].Code, errs[0].Detail)
+		}
+		if len(in.Tools) > 128 {
+			return invalid("tools", "too_many_tools", "a client may declare at most 128 tools")
+		}
+		seen := map[string]bool{}
+		for i, t := range in.Tools {
+			field := fmt.Sprintf("tools[%d]", i)
+			switch {
+			case !clientToolName.MatchString(t.Name):
+				return invalid(field+".name", "invalid_tool_name", "tool names are 1-64 characters of A-Z, a-z, 0-9, _ and -")
+			case seen[t.Name]:
+				return invalid(field+".name", "duplicate_tool", fmt.Sprintf("tool %q is declared twice", t.Name))
+			case len(t.Description) > 4000:
+				return invalid(field+".description", "description_too_long", "description must be at most 4,000 characters")
+			}
+			if len(t.InputSchema) == 0 {
+				in.Tools[i].InputSchema = json.RawMessage(`{"type":"object"}`)
+			} else if !json.Valid(t.InputSchema) || t.InputSchema[0] != '{' {
+				return invalid(field+".input_schema", "invalid_schema", "input_schema must be a JSON Schema object")
+			}
+			seen[t.Name] = true
+		}
+		b, _ := json.Marshal(in.Tools)
+		c := models.Client{SessionID: s.ID, Name: in.Client, Tools: string(b), ConnectedAt: r.now(), LastSeenAt: r.now()}
+		a.target(s.ID, in.Client)
+		out = ClientView{Name: c.Name, Tools: in.Tools, ConnectedAt: c.ConnectedAt, LastSeenAt: c.LastSeenAt}
+		if out.Tools == nil {
+			out.Tools = []tools.ToolDef{}
+		}
+		return r.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&c).Error
+	}, in.Session)
+	return out, err
+}
+
+// ClientCallNext is ClientCall.next: the oldest call waiting for this client
+// (its own tools, or an ask_user question any client may answer), claimed for
+// it; it waits up to wait for one to arrive and answers none when nothing does.
+func (r *Runtime) ClientCallNext(ctx context.Context, p Principal, session, client string, wait time.Duration) ([]ToolCallView, error) {
+	out := []ToolCallView{}
+	err := r.run(ctx, p, "ClientCall.next", func(a *act) error {
+		if _, err := r.loadSession(ctx, p, session); err != nil {
+			return err
+		}
+		r.db.WithContext(ctx).Model(&models.Client{}).Where("session_id = ? AND name = ?", session, client).Update("last_seen_at", r.now())
+		events, stop := r.Subscribe()
+		defer stop()
+		timer := time.NewTimer(min(max(wait, 0), time.Minute))
+		defer timer.Stop()
+		for {
+			if v, ok := r.claimClientCall(ctx, session, client); ok {
+				a.target(v.ID)
+				out = append(out, v)
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-timer.C:
+				return nil
+			case <-events:
+			}
+		}
+	}, session)
+	return out, err
+}
+
+func (r *Runtime) claimClientCall(ctx context.Context, session, client string) (ToolCallView, bool) {
+	var cands []models.ToolCall
+	r.db.WithContext(ctx).Where("session_id = ? AND status = ? AND claimed_by = '' AND (client = ? OR (kind = ? AND client = ''))",
+		session, CallWaitingClient, client, tools.KindBuiltin).Order("created_at").Limit(5).Find(&cands)
+	for _, c := range cands {
+		res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND claimed_by = ''", c.ID).Update("claimed_by", client)
+		if res.RowsAffected == 1 {
+			c.ClaimedBy = client
+			return callView(c), true
+		}
+	}
+	return ToolCallView{}, false
+}
+
+// CompleteInput is ToolCall.complete's body: an output, or an error.
+type CompleteInput struct {
+	Call   string          `json:"call" param:"call"`
+	Output json.RawMessage `json:"output"`
+	Error  string          `json:"error"`
+}
+
+// ToolCallComplete is ToolCall.complete: a client's (or, for ask_user, an
+// operator's) answer to a call that waits for one.
+func (r *Runtime) ToolCallComplete(ctx context.Context, p Principal, in CompleteInput) (ToolCallView, error) {
+	var out ToolCallView
+	err := r.run(ctx, p, "ToolCall.complete", func(a *act) error {
+		var c models.ToolCall
+		if err := r.db.WithContext(ctx).First(&c, "id = ?", in.Call).Error; err != nil {
+			return notFound("tool call", in.Call)
+		}
+		if _, err := r.loadSession(ctx, p, c.SessionID); err != nil {
+			return notFound("tool call", in.Call)
+		}
+		if c.Status != CallWaitingClient {
+			return conflict("not_waiting", fmt.Sprintf("call %s is %s, not waiting for an answer", c.ID, c.Status))
+		}
+		if (len(in.Output) == 0) == (in.Error == "") {
+			return invalid("output", "output_or_error", "give either output or error")
+		}
+		if len(in.Output) > 0 && !json.Valid(in.Output) {
+			return invalid("output", "invalid_json", "output must be JSON")
+		}
+		var err error
+		if in.Error != "" {
+			err = fmt.Errorf("%s", truncate(in.Error, 4000))
+		}
+		if !r.finishCall(ctx, c, CallWaitingClient, in.Output, err) {
+			return conflict("not_waiting", "the call was answered or ended meanwhile")
+		}
+		out, err = r.callByID(ctx, c.ID)
+		return err
+	}, in.Call)
+	return out, err
+}

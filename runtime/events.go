@@ -1,0 +1,55 @@
+package runtime
+
+import "sync"
+
+// Event tells subscribers that something changed: a tool call finished, an
+// approval was asked or decided. Subscribers re-read the record; the event
+// carries only what they need to decide whether to.
+type Event struct {
+	Kind      string // call, approval
+	ID        string
+	SessionID string
+	State     string
+}
+
+// hub fans events out to in-process subscribers (waiting calls, live pages).
+type hub struct {
+	mu   sync.Mutex
+	next int
+	subs map[int]chan Event
+}
+
+func newHub() *hub { return &hub{subs: map[int]chan Event{}} }
+
+// Subscribe returns a channel of events and a function that ends the subscription.
+// A subscriber that falls behind misses events rather than blocking the runtime,
+// so each event must be a hint to re-read, never the only copy of a state.
+func (r *Runtime) Subscribe() (<-chan Event, func()) {
+	h := r.events
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	id := h.next
+	h.next++
+	ch := make(chan Event, 64)
+	h.subs[id] = ch
+	return ch, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if c, ok := h.subs[id]; ok {
+			delete(h.subs, id)
+			close(c)
+		}
+	}
+}
+
+func (r *Runtime) publish(e Event) {
+	h := r.events
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ch := range h.subs {
+		select {
+		case ch <- e:
+		default:
+		}
+	}
+}

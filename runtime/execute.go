@@ -1,0 +1,168 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/tools"
+)
+
+// ErrNotAvailable answers calls of a kind this server does not run yet.
+var ErrNotAvailable = errors.New("not available on this server yet")
+
+// SandboxExec is one exec in a session's sandbox, for the sandbox runner.
+type SandboxExec struct {
+	SessionID string
+	Grant     tools.Sandbox
+	Input     json.RawMessage
+}
+
+// FunctionCall is one call of a function package's tool, for the function runner.
+type FunctionCall struct {
+	SessionID string
+	AgentID   string
+	CallID    string
+	Grant     tools.Function
+	Tool      string
+	Input     json.RawMessage
+	// Credentials attaches the session vault's credential for the request's
+	// URL, after the guest's own credential headers were dropped.
+	Credentials func(req *http.Request)
+}
+
+// Runners are the executors that live outside the runtime package.
+type Runners struct {
+	Sandbox  func(ctx context.Context, e SandboxExec) (json.RawMessage, error)
+	Function func(ctx context.Context, c FunctionCall) (json.RawMessage, error)
+}
+
+// SetRunners installs the sandbox and function executors; until then their
+// tools are listed, and a call answers a clear "not available" error.
+func (r *Runtime) SetRunners(rn Runners) { r.runners = rn }
+
+// execute runs a queued call to its end. It is its own goroutine, detached
+// from the request that made the call, so a caller that stops waiting does
+// not cancel the tool; the result lands in the call's record either way.
+func (r *Runtime) execute(id string) {
+	ctx := context.Background()
+	start := r.now()
+	res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", id, CallQueued).
+		Updates(map[string]any{"status": CallRunning, "started_at": start})
+	if res.Error != nil || res.RowsAffected != 1 {
+		return
+	}
+	var call models.ToolCall
+	if err := r.db.WithContext(ctx).First(&call, "id = ?", id).Error; err != nil {
+		return
+	}
+	r.publish(Event{Kind: "call", ID: id, SessionID: call.SessionID, State: CallRunning})
+	out, err := r.dispatch(ctx, call)
+	if errors.Is(err, errWaitClient) {
+		r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ?", id).Update("status", CallWaitingClient)
+		r.publish(Event{Kind: "call", ID: id, SessionID: call.SessionID, State: CallWaitingClient})
+		return
+	}
+	r.finishCall(ctx, call, CallRunning, out, err)
+}
+
+var errWaitClient = errors.New("waiting for a client")
+
+// finish records a call's result, if the call is still in the status expected.
+func (r *Runtime) finishCall(ctx context.Context, call models.ToolCall, from string, out json.RawMessage, err error) bool {
+	now := r.now()
+	started := call.CreatedAt
+	if call.StartedAt != nil {
+		started = *call.StartedAt
+	}
+	upd := map[string]any{"finished_at": now, "duration_ms": now.Sub(started).Milliseconds(), "status": CallSucceeded}
+	if err != nil {
+		upd["status"], upd["error"] = CallFailed, truncate(err.Error(), 4000)
+	}
+	if len(out) > 0 {
+		upd["output"], upd["output_truncated"] = clip(string(out))
+	}
+	res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", call.ID, from).Updates(upd)
+	if res.Error != nil {
+		r.opts.Log.Error("runtime: finish call", "call", call.ID, "err", res.Error)
+		return false
+	}
+	if res.RowsAffected == 1 {
+		r.publish(Event{Kind: "call", ID: call.ID, SessionID: call.SessionID, State: upd["status"].(string)})
+	}
+	return res.RowsAffected == 1
+}
+
+// dispatch runs the call on its kind's executor.
+func (r *Runtime) dispatch(ctx context.Context, call models.ToolCall) (json.RawMessage, error) {
+	var s models.Session
+	if err := r.db.WithContext(ctx).First(&s, "id = ?", call.SessionID).Error; err != nil {
+		return nil, err
+	}
+	all, err := r.sessionTools(ctx, s, false)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := findTool(all, call.Tool)
+	if !ok {
+		return nil, fmt.Errorf("tool %s is no longer offered in this session", call.Tool)
+	}
+	input := json.RawMessage(call.Input)
+	switch t.Kind {
+	case tools.KindMCP:
+		return r.runMCP(ctx, s, t, input)
+	case tools.KindSkill:
+		return r.runSkill(ctx, t, input)
+	case tools.KindBuiltin:
+		return r.runBuiltin(ctx, s, t, input)
+	case tools.KindClient:
+		return nil, errWaitClient
+	case tools.KindSandbox:
+		if r.runners.Sandbox == nil {
+			return nil, fmt.Errorf("sandboxes are %w", ErrNotAvailable)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 3700*time.Second)
+		defer cancel()
+		return r.runners.Sandbox(ctx, SandboxExec{SessionID: s.ID, Grant: t.Sandbox, Input: input})
+	case tools.KindFn:
+		if r.runners.Function == nil {
+			return nil, fmt.Errorf("functions are %w", ErrNotAvailable)
+		}
+		return r.runners.Function(ctx, FunctionCall{SessionID: s.ID, AgentID: s.AgentID, CallID: call.ID, Grant: t.Function,
+			Tool: t.Tool.Tool, Input: input, Credentials: r.credentialsFor(s.ID)})
+	}
+	return nil, fmt.Errorf("tool kind %q has no executor", t.Kind)
+}
+
+// credentialsFor attaches, to each outgoing request of a function, the
+// session vault's credential for that request's URL.
+func (r *Runtime) credentialsFor(sessionID string) func(req *http.Request) {
+	return func(req *http.Request) {
+		_, attach, err := r.attacherFor(req.Context(), sessionID, req.URL.String())
+		if err != nil {
+			r.opts.Log.Error("runtime: credential for function request", "session", sessionID, "err", err)
+			return
+		}
+		attach(req)
+	}
+}
+
+func (r *Runtime) runMCP(ctx context.Context, s models.Session, t offered, input json.RawMessage) (json.RawMessage, error) {
+	credID, attach, err := r.attacherFor(ctx, s.ID, t.URL)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.mcp.Call(ctx, t.URL, credID, attach, t.Tool.Tool, input)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := json.Marshal(map[string]any{"content": res.Content, "text": res.Text, "structured": res.Structured, "is_error": res.IsError})
+	if res.IsError {
+		return out, fmt.Errorf("the tool answered with an error: %s", truncate(res.Text, 2000))
+	}
+	return out, nil
+}

@@ -1,0 +1,36 @@
+package fn
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// redirectError is a refused redirect hop; it reaches the guest as is.
+type redirectError struct{ msg string }
+
+func (e *redirectError) Error() string { return e.msg }
+
+// checkRedirect checks every hop, not only the first URL: a granted origin
+// that redirects elsewhere must not become a way out. Each hop starts again
+// from the guest's own headers, so the credential attached for one origin is
+// never carried to the next, which gets its own from the vault.
+func (f *fetcher) checkRedirect(guest http.Header) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > f.caps.MaxRedirects {
+			return &redirectError{fmt.Sprintf("http_fetch: stopped after %d redirects (the limit)", f.caps.MaxRedirects)}
+		}
+		origin, err := originOf(req.URL)
+		if err != nil {
+			return &redirectError{fmt.Sprintf("http_fetch: redirect refused: %v", err)}
+		}
+		if !f.origins[origin] {
+			return &redirectError{fmt.Sprintf("http_fetch: redirect from %s to origin %s refused: %s is not granted to this function",
+				via[len(via)-1].URL.Redacted(), origin, origin)}
+		}
+		req.Header = guest.Clone()
+		if f.credentials != nil {
+			f.credentials(req)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,116 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The kinds of failure, for errors.Is on an *Error.
+var (
+	ErrCredentialRefused = errors.New("credential refused")
+	ErrTimeout           = errors.New("no answer in time")
+	ErrUnreachable       = errors.New("server not reachable")
+	ErrRedirect          = errors.New("redirect to another origin")
+	ErrServer            = errors.New("server answered with an error")
+	ErrUnknownTool       = errors.New("unknown tool")
+	ErrProtocol          = errors.New("mcp exchange failed")
+)
+
+// codeRejected is the code the SDK gives its own transport failures; an
+// error with it never came from the server.
+const codeRejected = -32005
+
+// Error is a failed exchange with one MCP server. Its message starts with
+// "mcp server <url>" and says what a user can do about it.
+type Error struct {
+	URL    string
+	Kind   error  // one of the Err* values above
+	Detail string // what went wrong, after the URL
+	Err    error  // the underlying cause, if any
+}
+
+func (e *Error) Error() string { return "mcp server " + e.URL + " " + e.Detail }
+
+func (e *Error) Unwrap() []error { return []error{e.Kind, e.Err} }
+
+// statusError is how the transport reports a refused credential: the response
+// is dropped unread, so nothing the server wrote reaches an error message.
+type statusError struct{ code int }
+
+func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d", e.code) }
+
+// redirectError is a redirect that was not followed.
+type redirectError struct{ to string }
+
+func (e *redirectError) Error() string { return "redirect to " + e.to }
+
+// unknownToolError is a call to a tool the server does not list.
+type unknownToolError struct{ tool string }
+
+func (e *unknownToolError) Error() string { return fmt.Sprintf("no tool %q", e.tool) }
+
+// timeoutError marks a deadline this package set, as opposed to the caller's.
+type timeoutError struct{ after time.Duration }
+
+func (e *timeoutError) Error() string { return "no answer within " + e.after.String() }
+
+// explain turns whatever the SDK or the network returned into an *Error.
+// hasCredential says whether a credential was attached, which decides how a
+// 401 is worded.
+func explain(rawURL string, hasCredential bool, err error) error {
+	e := &Error{URL: redact(rawURL), Err: err}
+	var (
+		status   *statusError
+		redirect *redirectError
+		timeout  *timeoutError
+		unknown  *unknownToolError
+		rpc      *jsonrpc.Error
+		dns      *net.DNSError
+		netErr   *net.OpError
+	)
+	switch {
+	case errors.As(err, &status) && !hasCredential:
+		e.Kind, e.Detail = ErrCredentialRefused, fmt.Sprintf("requires a credential (%d) and the session's vaults hold none for this URL", status.code)
+	case errors.As(err, &status):
+		e.Kind, e.Detail = ErrCredentialRefused, fmt.Sprintf("refused the credential (%d)", status.code)
+	case errors.As(err, &unknown):
+		e.Kind, e.Detail = ErrUnknownTool, fmt.Sprintf("has no tool %q; discover its tools again to see what it offers", unknown.tool)
+	case errors.As(err, &timeout):
+		e.Kind, e.Detail = ErrTimeout, fmt.Sprintf("did not answer within %s", timeout.after)
+	case errors.As(err, &redirect):
+		e.Kind, e.Detail = ErrRedirect, fmt.Sprintf("redirected to %s, another origin; not followed, so the credential stays with its server", redirect.to)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		e.Kind, e.Detail = ErrUnreachable, "refused the connection: nothing is listening there"
+	case errors.As(err, &dns):
+		e.Kind, e.Detail = ErrUnreachable, fmt.Sprintf("is not reachable: host %q not found", dns.Name)
+	case errors.As(err, &netErr):
+		e.Kind, e.Detail = ErrUnreachable, fmt.Sprintf("is not reachable: %v", netErr.Err)
+	case errors.As(err, &rpc) && rpc.Code != codeRejected:
+		e.Kind, e.Detail = ErrServer, fmt.Sprintf("answered with an error: %s (code %d)", rpc.Message, rpc.Code)
+	case errors.Is(err, context.Canceled):
+		// The caller's own context ended: say so rather than blame the server.
+		e.Kind, e.Detail = context.Canceled, "was still working when the caller gave up"
+	case errors.Is(err, context.DeadlineExceeded):
+		e.Kind, e.Detail = context.DeadlineExceeded, "was still working at the caller's deadline"
+
+	default:
+		e.Kind, e.Detail = ErrProtocol, fmt.Sprintf("failed: %v", err)
+	}
+	return e
+}
+
+// redact drops user info from a URL before it goes into a message.
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,204 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxPages bounds tools/list pagination, so a server handing out cursors
+// forever cannot hold a caller for longer than it takes to notice.
+const maxPages = 100
+
+// Tool is one tool a server offers, as tools/list describes it.
+type Tool struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage
+}
+
+// Result is what a tools/call answered.
+type Result struct {
+	Content    json.RawMessage // the MCP content list, as JSON
+	Text       string          // the text parts of Content, joined by newlines
+	Structured json.RawMessage // structuredContent, when the server sent one
+	IsError    bool            // the tool itself reported failure
+}
+
+// Discover lists every tool of the server at url over a session of its own,
+// closed before it returns. attach puts the credential on each request; nil
+// sends none.
+func Discover(ctx context.Context, url string, attach func(*http.Request)) ([]Tool, error) {
+	p := NewPool(Options{})
+	defer p.Close()
+	return p.Discover(ctx, url, "", attach)
+}
+
+// Call calls one tool over a session of its own, closed before it returns.
+// Use a Pool to reuse sessions across calls.
+func Call(ctx context.Context, url string, attach func(*http.Request), tool string, args json.RawMessage) (Result, error) {
+	p := NewPool(Options{})
+	defer p.Close()
+	return p.Call(ctx, url, "", attach, tool, args)
+}
+
+// Discover lists every tool of the server at url, following tools/list
+// pages, over the cached session for (url, credentialID).
+func (p *Pool) Discover(ctx context.Context, url, credentialID string, attach func(*http.Request)) ([]Tool, error) {
+	var tools []Tool
+	err := p.do(ctx, url, credentialID, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
+		tools = tools[:0]
+		return listAll(ctx, cs, &tools)
+	})
+	return tools, err
+}
+
+func listAll(ctx context.Context, cs *mcp.ClientSession, tools *[]Tool) error {
+	cursor := ""
+	for range maxPages {
+		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return err
+		}
+		for _, t := range res.Tools {
+			schema, err := json.Marshal(t.InputSchema)
+			if err != nil {
+				return fmt.Errorf("tool %q input schema: %w", t.Name, err)
+			}
+			*tools = append(*tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		}
+		if res.NextCursor == "" {
+			return nil
+		}
+		if res.NextCursor == cursor {
+			return fmt.Errorf("tools/list returned the cursor %q it was given", cursor)
+		}
+		cursor = res.NextCursor
+	}
+	return fmt.Errorf("tools/list went on for more than %d pages", maxPages)
+}
+
+// Call calls tool with args (a JSON object, or empty for none) over the
+// cached session for (url, credentialID). A tool that reports failure is not
+// an error: its Result has IsError set.
+func (p *Pool) Call(ctx context.Context, url, credentialID string, attach func(*http.Request), tool string, args json.RawMessage) (Result, error) {
+	params, err := callParams(tool, args)
+	if err != nil {
+		return Result{}, err
+	}
+	var res *mcp.CallToolResult
+	err = p.do(ctx, url, credentialID, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
+		res, err = cs.CallTool(ctx, params)
+		return checkUnknown(ctx, cs, tool, res, err)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return toResult(res)
+}
+
+func callParams(tool string, args json.RawMessage) (*mcp.CallToolParams, error) {
+	if tool == "" {
+		return nil, errors.New("mcpclient: tool name is required")
+	}
+	params := &mcp.CallToolParams{Name: tool}
+	trimmed := bytes.TrimSpace(args)
+	switch {
+	case len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")):
+		// The SDK sends {} for no arguments.
+	case trimmed[0] != '{' || !json.Valid(trimmed):
+		return nil, fmt.Errorf("mcpclient: arguments for tool %q must be a JSON object", tool)
+	default:
+		params.Arguments = json.RawMessage(trimmed)
+	}
+	return params, nil
+}
+
+// checkUnknown turns a failed call of a tool the server does not list into
+// an unknownToolError. Servers report an unknown tool differently (the
+// TypeScript SDK as an isError result, the Go SDK as a JSON-RPC error), so
+// the list decides; it is fetched only when a call failed.
+func checkUnknown(ctx context.Context, cs *mcp.ClientSession, tool string, res *mcp.CallToolResult, err error) error {
+	var rpc *jsonrpc.Error
+	failed := (err == nil && res.IsError) || (errors.As(err, &rpc) && rpc.Code != codeRejected)
+	if !failed {
+		return err
+	}
+	var tools []Tool
+	if listAll(ctx, cs, &tools) != nil {
+		return err
+	}
+	for _, t := range tools {
+		if t.Name == tool {
+			return err
+		}
+	}
+	return &unknownToolError{tool: tool}
+}
+
+func toResult(res *mcp.CallToolResult) (Result, error) {
+	content := res.Content
+	if content == nil {
+		content = []mcp.Content{}
+	}
+	raw, err := json.Marshal(content)
+	if err != nil {
+		return Result{}, fmt.Errorf("mcpclient: encode tool result: %w", err)
+	}
+	out := Result{Content: raw, IsError: res.IsError}
+	var texts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, t.Text)
+		}
+	}
+	out.Text = strings.Join(texts, "\n")
+	if res.StructuredContent != nil {
+		if out.Structured, err = json.Marshal(res.StructuredContent); err != nil {
+			return Result{}, fmt.Errorf("mcpclient: encode structured content: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// do runs op on the cached session for (url, credentialID), bounded by the
+// pool's timeout. A session the server has forgotten (a restart, its own
+// idle timeout) is replaced and op retried once: the server refused the
+// request without running it.
+func (p *Pool) do(ctx context.Context, url, credentialID string, attach func(*http.Request), op func(context.Context, *mcp.ClientSession) error) error {
+	if _, err := parseEndpoint(url); err != nil {
+		return err
+	}
+	hasCredential := attach != nil
+	for attempt := 0; ; attempt++ {
+		e, err := p.acquire(ctx, url, credentialID, attach)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return err
+			}
+			return explain(url, hasCredential, err)
+		}
+		opCtx, cancel := context.WithTimeoutCause(ctx, p.opts.Timeout, &timeoutError{p.opts.Timeout})
+		err = op(opCtx, e.cs)
+		if err != nil && opCtx.Err() != nil && ctx.Err() == nil {
+			err = context.Cause(opCtx)
+		}
+		cancel()
+		// An unknown tool is an answer from a working session: keep it.
+		p.release(e, err != nil && !errors.As(err, new(*unknownToolError)))
+		if err == nil {
+			return nil
+		}
+		if attempt == 0 && errors.Is(err, mcp.ErrSessionMissing) {
+			continue
+		}
+		return explain(url, hasCredential, err)
+	}
+}

@@ -1,0 +1,74 @@
+package mcpclient
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+)
+
+// attachFunc is the runtime's way of putting a credential on a request.
+type attachFunc = func(*http.Request)
+
+// attachTransport calls the current attach function on every request to the
+// server's origin. The function is swapped on each use of a cached session,
+// so a secret changed in the vault is sent from the next request on.
+type attachTransport struct {
+	base   http.RoundTripper
+	origin string
+	attach *atomic.Pointer[attachFunc]
+}
+
+func (t *attachTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if origin(req.URL) != t.origin {
+		// CheckRedirect already stops this; refusing here too means no future
+		// SDK change can send the credential elsewhere.
+		return nil, &redirectError{to: redact(req.URL.String())}
+	}
+	out := req.Clone(req.Context())
+	if f := t.attach.Load(); f != nil && *f != nil {
+		(*f)(out)
+	}
+	resp, err := t.base.RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		// Drop the body unread: a server may echo the credential in it.
+		_, _ = io.CopyN(io.Discard, resp.Body, 4096)
+		resp.Body.Close()
+		return nil, &statusError{code: resp.StatusCode}
+	}
+	return resp, nil
+}
+
+// newHTTPClient builds the client one session uses. It has no overall
+// timeout: a tool call's response can stream for as long as its context
+// allows.
+func newHTTPClient(base http.RoundTripper, endpoint *url.URL, attach *atomic.Pointer[attachFunc]) *http.Client {
+	o := origin(endpoint)
+	return &http.Client{
+		Transport: &attachTransport{base: base, origin: o, attach: attach},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if origin(req.URL) != o {
+				return &redirectError{to: redact(req.URL.String())}
+			}
+			if len(via) >= 3 {
+				return errors.New("more than 3 redirects")
+			}
+			return nil
+		},
+	}
+}
+
+// origin is scheme://host:port with the default port spelled out, so that
+// https://x and https://x:443 compare equal.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}

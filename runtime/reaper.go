@@ -1,0 +1,70 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/subako/subako/models"
+)
+
+// Start recovers what a restart interrupted and runs the timers that end
+// waiting: approvals that expire and client calls nobody answers. All timers
+// are derived from timestamps in the database, so a restart resumes them.
+func (r *Runtime) Start(ctx context.Context, every time.Duration) {
+	ctx, r.stop = context.WithCancel(ctx)
+	r.recover(ctx)
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				r.Reap(ctx)
+			}
+		}
+	}()
+}
+
+// recover fails calls that were running when the server stopped (their
+// outcome is unknown) and runs calls approved but not yet started.
+func (r *Runtime) recover(ctx context.Context) {
+	r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("status = ?", CallRunning).
+		Updates(map[string]any{"status": CallFailed, "error": "interrupted: the server restarted while the call ran", "finished_at": r.now()})
+	var queued []string
+	r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("status = ?", CallQueued).Pluck("id", &queued)
+	for _, id := range queued {
+		go r.execute(id)
+	}
+}
+
+// Reap ends what has waited too long. Exported so tests with a fake clock can
+// run it at once.
+func (r *Runtime) Reap(ctx context.Context) {
+	now := r.now()
+	var expired []models.Approval
+	r.db.WithContext(ctx).Where("state = ? AND expires_at <= ?", ApprovalPending, now).Find(&expired)
+	for _, ap := range expired {
+		res := r.db.WithContext(ctx).Model(&models.Approval{}).Where("id = ? AND state = ?", ap.ID, ApprovalPending).
+			Updates(map[string]any{"state": ApprovalExpired, "decided_at": now, "reason": "approval expired"})
+		if res.RowsAffected != 1 {
+			continue
+		}
+		r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", ap.ToolCallID, CallAwaitingApproval).
+			Updates(map[string]any{"status": CallRefused, "reason": "approval expired", "finished_at": now})
+		r.publish(Event{Kind: "approval", ID: ap.ToolCallID, SessionID: ap.SessionID, State: ApprovalExpired})
+		r.publish(Event{Kind: "call", ID: ap.ToolCallID, SessionID: ap.SessionID, State: CallRefused})
+	}
+	var stale []models.ToolCall
+	r.db.WithContext(ctx).Where("status = ? AND started_at <= ?", CallWaitingClient, now.Add(-r.opts.ClientTimeout)).Find(&stale)
+	for _, c := range stale {
+		r.finishCall(ctx, c, CallWaitingClient, nil, timeoutError{r.opts.ClientTimeout})
+	}
+}
+
+type timeoutError struct{ after time.Duration }
+
+func (e timeoutError) Error() string {
+	return "timed out: no client answered within " + e.after.String()
+}

@@ -1,0 +1,231 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"github.com/subako/subako/models"
+)
+
+// Session states.
+const (
+	SessionActive = "active"
+	SessionEnded  = "ended"
+)
+
+// sessionVerbs are what an agent holding a session token may do, in its own session only.
+var sessionVerbs = concat([]string{
+	"Session.get", "Session.tools", "ToolCall.create", "ToolCall.get", "ToolCall.list", "ToolCall.complete",
+	"Client.connect", "ClientCall.next",
+})
+
+// SessionPrincipal is an agent acting through a session's token.
+func SessionPrincipal(sessionID, title string) Principal {
+	label := "session " + sessionID
+	if title != "" {
+		label = "session " + title
+	}
+	return Principal{Kind: PrincipalSession, ID: sessionID, Label: label, SessionID: sessionID, permissions: sessionVerbs}
+}
+
+// SessionView is a session as interfaces show it; Token only at creation.
+type SessionView struct {
+	ID          string     `json:"id"`
+	Title       string     `json:"title"`
+	Version     string     `json:"version"`
+	Agent       string     `json:"agent"`
+	State       string     `json:"state"`
+	Vaults      []string   `json:"vaults"`
+	CreatedBy   string     `json:"created_by"`
+	CreatedAt   time.Time  `json:"created_at"`
+	EndedAt     *time.Time `json:"ended_at"`
+	Token       string     `json:"token,omitempty"`
+	MCPEndpoint string     `json:"mcp_endpoint"`
+}
+
+// SessionCreateInput binds a published version to vaults.
+type SessionCreateInput struct {
+	Version string   `json:"version"`
+	Vaults  []string `json:"vaults"`
+	Title   string   `json:"title"`
+}
+
+// SessionCreate is Session.create: the answer carries the session token, which
+// acts only on this session's tool verbs and stops working when it ends.
+func (r *Runtime) SessionCreate(ctx context.Context, p Principal, in SessionCreateInput) (SessionView, error) {
+	var out SessionView
+	err := r.run(ctx, p, "Session.create", func(a *act) error {
+		if err := checkTitle("title", in.Title); err != nil {
+			return err
+		}
+		v, err := r.loadVersion(ctx, in.Version)
+		if err != nil {
+			return &Error{Kind: KindInvalid, Code: "unknown_version", Title: "Invalid input", Field: "version",
+				Detail: fmt.Sprintf("no version %q", in.Version), Fields: []FieldError{{Field: "version", Code: "unknown_version", Detail: "no such version"}}}
+		}
+		if v.State != StatePublished {
+			return conflict("version_not_published", fmt.Sprintf("version %d is a draft: publish it before a session runs it", v.Number))
+		}
+		var vaultIDs []string
+		for i, ref := range in.Vaults {
+			vlt, err := r.loadVault(ctx, ref)
+			if err != nil {
+				return invalid(fmt.Sprintf("vaults[%d]", i), "unknown_vault", fmt.Sprintf("no vault %q", ref))
+			}
+			if slices.Contains(vaultIDs, vlt.ID) {
+				return invalid(fmt.Sprintf("vaults[%d]", i), "duplicate_vault", fmt.Sprintf("vault %q is listed twice", ref))
+			}
+			vaultIDs = append(vaultIDs, vlt.ID)
+		}
+		token, hash := newSecret("sbs")
+		s := models.Session{ID: newID("ses"), VersionID: v.ID, AgentID: v.AgentID, Title: strings.TrimSpace(in.Title),
+			State: SessionActive, TokenHash: hash, CreatedBy: p.ID, CreatedAt: r.now()}
+		a.target(s.ID, v.ID)
+		a.version = v.ID
+		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Create(&s).Error; err != nil {
+				return err
+			}
+			for i, id := range vaultIDs {
+				if err := tx.Create(&models.SessionVault{SessionID: s.ID, VaultID: id, Position: i}).Error; err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		out = sessionView(s, vaultIDs)
+		out.Token = token
+		return err
+	})
+	return out, err
+}
+
+func checkTitle(field, t string) error {
+	if n := utf8.RuneCountInString(strings.TrimSpace(t)); n > 200 {
+		return invalid(field, "title_too_long", fmt.Sprintf("%s must be at most 200 characters; it has %d", field, n))
+	}
+	return nil
+}
+
+func sessionView(s models.Session, vaults []string) SessionView {
+	if vaults == nil {
+		vaults = []string{}
+	}
+	return SessionView{ID: s.ID, Title: s.Title, Version: s.VersionID, Agent: s.AgentID, State: s.State, Vaults: vaults,
+		CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt, MCPEndpoint: "/mcp/sessions/" + s.ID}
+}
+
+func (r *Runtime) loadSession(ctx context.Context, p Principal, id string) (models.Session, error) {
+	var s models.Session
+	// A session token reaches its own session and no other; to it, others do not exist.
+	if p.Kind == PrincipalSession && p.SessionID != id {
+		return s, &Error{Kind: KindForbidden, Code: "other_session", Title: "Wrong session",
+			Detail: "this session token belongs to another session"}
+	}
+	err := r.db.WithContext(ctx).First(&s, "id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return s, notFound("session", id)
+	}
+	return s, err
+}
+
+func (r *Runtime) sessionVaults(ctx context.Context, id string) []string {
+	var ids []string
+	r.db.WithContext(ctx).Model(&models.SessionVault{}).Where("session_id = ?", id).Order("position").Pluck("vault_id", &ids)
+	return ids
+}
+
+// SessionGet is Session.get.
+func (r *Runtime) SessionGet(ctx context.Context, p Principal, id string) (SessionView, error) {
+	var out SessionView
+	err := r.run(ctx, p, "Session.get", func(a *act) error {
+		s, err := r.loadSession(ctx, p, id)
+		out = sessionView(s, r.sessionVaults(ctx, id))
+		return err
+	}, id)
+	return out, err
+}
+
+// SessionFilter narrows Session.list.
+type SessionFilter struct {
+	Agent string `query:"agent" json:"agent"`
+	State string `query:"state" json:"state"`
+}
+
+// SessionList is Session.list, newest first.
+func (r *Runtime) SessionList(ctx context.Context, p Principal, f SessionFilter) ([]SessionView, error) {
+	out := []SessionView{}
+	err := r.run(ctx, p, "Session.list", func(a *act) error {
+		q := r.db.WithContext(ctx).Order("created_at DESC").Limit(200)
+		if f.Agent != "" {
+			q = q.Where("agent_id = ?", f.Agent)
+		}
+		if f.State != "" {
+			q = q.Where("state = ?", f.State)
+		}
+		var ss []models.Session
+		if err := q.Find(&ss).Error; err != nil {
+			return err
+		}
+		for _, s := range ss {
+			out = append(out, sessionView(s, r.sessionVaults(ctx, s.ID)))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SessionEnd is Session.end: its token stops working, waiting calls are refused.
+func (r *Runtime) SessionEnd(ctx context.Context, p Principal, id string) (SessionView, error) {
+	var out SessionView
+	err := r.run(ctx, p, "Session.end", func(a *act) error {
+		s, err := r.loadSession(ctx, p, id)
+		if err != nil {
+			return err
+		}
+		if s.State == SessionEnded {
+			return conflict("session_ended", "the session has already ended")
+		}
+		now := r.now()
+		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Model(&s).Updates(map[string]any{"state": SessionEnded, "ended_at": now}).Error; err != nil {
+				return err
+			}
+			return r.refuseOpenCalls(tx, "session_id = ?", []any{id}, "the session ended")
+		})
+		s.State, s.EndedAt = SessionEnded, &now
+		out = sessionView(s, r.sessionVaults(ctx, id))
+		r.publish(Event{Kind: "session", ID: id, SessionID: id, State: SessionEnded})
+		return err
+	}, id)
+	return out, err
+}
+
+// AuthenticateSessionToken resolves an agent's session token; an ended
+// session's token is refused.
+func (r *Runtime) AuthenticateSessionToken(ctx context.Context, secret string) (Principal, error) {
+	var s models.Session
+	if err := r.db.WithContext(ctx).First(&s, "token_hash = ?", hashSecret(secret)).Error; err != nil {
+		return Anonymous, ErrUnauthenticated
+	}
+	if s.State != SessionActive {
+		return Anonymous, &Error{Kind: KindUnauthenticated, Code: "session_ended", Title: "Session ended",
+			Detail: "this session has ended: its token no longer works"}
+	}
+	return SessionPrincipal(s.ID, s.Title), nil
+}
+
+// Authenticate resolves any bearer token: a person's API token or a session's.
+func (r *Runtime) Authenticate(ctx context.Context, secret string) (Principal, error) {
+	if strings.HasPrefix(secret, "sbs_") {
+		return r.AuthenticateSessionToken(ctx, secret)
+	}
+	return r.AuthenticateToken(ctx, secret)
+}

@@ -1,0 +1,172 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/mcpclient"
+	"github.com/subako/subako/runtime/tools"
+)
+
+// offered is one tool of a session with what its executor needs to run it.
+type offered struct {
+	tools.Tool
+	URL      string
+	Skill    string
+	Sandbox  tools.Sandbox
+	Function tools.Function
+	Client   string
+}
+
+// OfferedTool is one tool a session offers, as Session.tools answers.
+type OfferedTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Policy      string          `json:"policy"`
+}
+
+// SessionTools is Session.tools: what the agent may call here, denied tools absent.
+// refresh re-discovers the MCP servers' tools.
+func (r *Runtime) SessionTools(ctx context.Context, p Principal, id string, refresh bool) ([]OfferedTool, error) {
+	out := []OfferedTool{}
+	err := r.run(ctx, p, "Session.tools", func(a *act) error {
+		s, err := r.loadSession(ctx, p, id)
+		if err != nil {
+			return err
+		}
+		all, err := r.sessionTools(ctx, s, refresh)
+		if err != nil {
+			return err
+		}
+		for _, t := range all {
+			if t.Offered {
+				out = append(out, OfferedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Policy: t.Policy})
+			}
+		}
+		return nil
+	}, id)
+	return out, err
+}
+
+// sessionTools lists every tool of the session's version, offered or not, plus
+// the tools its clients declared.
+func (r *Runtime) sessionTools(ctx context.Context, s models.Session, refresh bool) ([]offered, error) {
+	v, err := r.loadVersion(ctx, s.VersionID)
+	if err != nil {
+		return nil, err
+	}
+	cfg := versionView(v).Parsed()
+	discovered := map[string][]tools.ToolDef{}
+	for _, g := range cfg.MCPServers {
+		if defs, ok := r.discover(ctx, s.ID, g.URL, refresh); ok {
+			discovered[g.Name] = defs
+		}
+	}
+	var out []offered
+	for _, t := range tools.List(cfg, discovered, r.catalog(ctx)) {
+		o := offered{Tool: t}
+		switch t.Kind {
+		case tools.KindMCP:
+			o.URL = findGrant(cfg.MCPServers, t.Grant, func(g tools.MCPServer) string { return g.Name }).URL
+		case tools.KindSkill:
+			o.Skill = findGrant(cfg.Skills, t.Grant, func(g tools.Skill) string { return g.Name }).Skill
+		case tools.KindSandbox:
+			o.Sandbox = findGrant(cfg.Sandboxes, t.Grant, func(g tools.Sandbox) string { return g.Name })
+		case tools.KindFn:
+			o.Function = findGrant(cfg.Functions, t.Grant, func(g tools.Function) string { return g.Name })
+		}
+		out = append(out, o)
+	}
+	clients, err := r.clientTools(ctx, s.ID)
+	return append(out, clients...), err
+}
+
+func findGrant[G any](gs []G, name string, nameOf func(G) string) G {
+	for _, g := range gs {
+		if nameOf(g) == name {
+			return g
+		}
+	}
+	var zero G
+	return zero
+}
+
+// discover returns an MCP server's tools, from the cache unless refresh is
+// asked or nothing is cached, discovering with the session's credential.
+func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh bool) ([]tools.ToolDef, bool) {
+	var d models.MCPDiscovery
+	cached := r.db.WithContext(ctx).First(&d, "url = ?", url).Error == nil
+	if cached && !refresh && d.Error == "" {
+		var defs []tools.ToolDef
+		if json.Unmarshal([]byte(d.Tools), &defs) == nil {
+			return defs, true
+		}
+	}
+	credID, attach, err := r.attacherFor(ctx, sessionID, url)
+	var found []mcpclient.Tool
+	if err == nil {
+		found, err = r.mcp.Discover(ctx, url, credID, attach)
+	}
+	d = models.MCPDiscovery{URL: url, Tools: "[]", DiscoveredAt: r.now()}
+	var defs []tools.ToolDef
+	if err != nil {
+		d.Error = truncate(err.Error(), 1000)
+		r.opts.Log.Warn("runtime: mcp discovery failed", "url", redactURL(url), "err", err)
+	} else {
+		for _, t := range found {
+			schema := t.InputSchema
+			if len(schema) == 0 {
+				schema = json.RawMessage(`{"type":"object"}`)
+			}
+			defs = append(defs, tools.ToolDef{Name: t.Name, Description: t.Description, InputSchema: schema})
+		}
+		b, _ := json.Marshal(defs)
+		d.Tools = string(b)
+	}
+	r.db.WithContext(ctx).Save(&d)
+	return defs, err == nil
+}
+
+// redactURL keeps a URL's origin and path for logs, never its query.
+func redactURL(u string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		return u[:i]
+	}
+	return u
+}
+
+// DiscoveryFor returns the cached tools of MCP URLs, for the version editor.
+func (r *Runtime) discoveredByURL(ctx context.Context, urls []string) map[string][]tools.ToolDef {
+	out := map[string][]tools.ToolDef{}
+	var ds []models.MCPDiscovery
+	r.db.WithContext(ctx).Where("url IN ? AND error = ''", urls).Find(&ds)
+	for _, d := range ds {
+		var defs []tools.ToolDef
+		if json.Unmarshal([]byte(d.Tools), &defs) == nil {
+			out[d.URL] = defs
+		}
+	}
+	return out
+}
+
+func (r *Runtime) clientTools(ctx context.Context, sessionID string) ([]offered, error) {
+	var cs []models.Client
+	if err := r.db.WithContext(ctx).Where("session_id = ?", sessionID).Order("name").Find(&cs).Error; err != nil {
+		return nil, fmt.Errorf("runtime: clients: %w", err)
+	}
+	var out []offered
+	for _, c := range cs {
+		var defs []tools.ToolDef
+		_ = json.Unmarshal([]byte(c.Tools), &defs)
+		for _, d := range defs {
+			out = append(out, offered{Client: c.Name, Tool: tools.Tool{Name: tools.FullName(tools.KindClient, c.Name, d.Name),
+				Kind: tools.KindClient, Grant: c.Name, Tool: d.Name, Description: d.Description, InputSchema: d.InputSchema,
+				Offered: true, Discovered: true}})
+		}
+	}
+	return out, nil
+}

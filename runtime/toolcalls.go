@@ -1,0 +1,356 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"gorm.io/gorm"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/tools"
+)
+
+// Tool call statuses. queued, running, awaiting_approval and waiting_client
+// are open; succeeded, failed and refused are final.
+const (
+	CallQueued           = "queued"
+	CallRunning          = "running"
+	CallAwaitingApproval = "awaiting_approval"
+	CallWaitingClient    = "waiting_client"
+	CallSucceeded        = "succeeded"
+	CallFailed           = "failed"
+	CallRefused          = "refused"
+)
+
+var openStatuses = []string{CallQueued, CallRunning, CallAwaitingApproval, CallWaitingClient}
+
+func finalStatus(s string) bool { return s == CallSucceeded || s == CallFailed || s == CallRefused }
+
+// Limits of a call's record and input.
+const (
+	maxRecorded   = 64 << 10 // input and output kept in the call log
+	maxInputBytes = 2 << 20  // a larger input is refused outright
+	maxWait       = 10 * time.Minute
+)
+
+// ToolCallInput is ToolCall.create's body.
+type ToolCallInput struct {
+	Session     string          `json:"session" param:"session"`
+	Tool        string          `json:"tool"`
+	Input       json.RawMessage `json:"input"`
+	Model       string          `json:"model"`
+	WaitSeconds *float64        `json:"wait_seconds"`
+}
+
+// ToolCallView is a tool call as API.md shows it.
+type ToolCallView struct {
+	ID              string          `json:"id"`
+	Session         string          `json:"session"`
+	Tool            string          `json:"tool"`
+	Status          string          `json:"status"`
+	Verdict         string          `json:"verdict"`
+	PolicySource    string          `json:"policy_source,omitempty"`
+	Reason          string          `json:"reason"`
+	Input           json.RawMessage `json:"input,omitempty"`
+	InputTruncated  bool            `json:"input_truncated,omitempty"`
+	Output          json.RawMessage `json:"output"`
+	OutputTruncated bool            `json:"output_truncated,omitempty"`
+	Error           string          `json:"error"`
+	Model           string          `json:"model"`
+	Version         string          `json:"version"`
+	By              string          `json:"by"`
+	Client          string          `json:"client,omitempty"`
+	Approval        *ApprovalView   `json:"approval,omitempty"`
+	CreatedAt       time.Time       `json:"created_at"`
+	StartedAt       *time.Time      `json:"started_at"`
+	FinishedAt      *time.Time      `json:"finished_at"`
+	DurationMS      int64           `json:"duration_ms"`
+}
+
+// Open reports whether the call has not reached a final status yet.
+func (v ToolCallView) Open() bool { return !finalStatus(v.Status) }
+
+func callView(c models.ToolCall) ToolCallView {
+	v := ToolCallView{ID: c.ID, Session: c.SessionID, Tool: c.Tool, Status: c.Status, Verdict: c.Verdict, PolicySource: c.PolicySource,
+		Reason: c.Reason, InputTruncated: c.InputTruncated, OutputTruncated: c.OutputTruncated, Error: c.Error, Model: c.Model,
+		Version: c.VersionID, By: c.ByLabel, Client: c.Client, CreatedAt: c.CreatedAt, StartedAt: c.StartedAt,
+		FinishedAt: c.FinishedAt, DurationMS: c.DurationMS}
+	v.Input = recordedJSON(c.Input, c.InputTruncated)
+	if c.Output != "" {
+		v.Output = recordedJSON(c.Output, c.OutputTruncated)
+	}
+	return v
+}
+
+// recordedJSON gives a recorded value back as JSON; a truncated one is no
+// longer valid JSON and is returned as a string.
+func recordedJSON(s string, truncated bool) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	if !truncated && json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func clip(s string) (string, bool) {
+	if len(s) <= maxRecorded {
+		return s, false
+	}
+	return s[:maxRecorded], true
+}
+
+// ToolCallCreate is ToolCall.create: resolve the tool, check the input against
+// its schema, apply the policy, and run it or ask first. It waits up to
+// wait_seconds for the call to finish; an open call comes back as it stands.
+func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallInput) (ToolCallView, error) {
+	var out ToolCallView
+	var callID string
+	err := r.run(ctx, p, "ToolCall.create", func(a *act) error {
+		a.model = in.Model
+		s, err := r.loadSession(ctx, p, in.Session)
+		if err != nil {
+			return err
+		}
+		a.version = s.VersionID
+		if s.State != SessionActive {
+			return conflict("session_ended", "the session has ended: no more tools can be called in it")
+		}
+		call, err := r.newCall(ctx, p, s, in)
+		if err != nil {
+			return err
+		}
+		a.target(call.ID)
+		callID = call.ID
+		return nil
+	}, in.Session)
+	if err != nil {
+		return out, err
+	}
+	return r.waitCall(ctx, callID, waitFor(in.WaitSeconds))
+}
+
+func waitFor(secs *float64) time.Duration {
+	if secs == nil {
+		return 30 * time.Second
+	}
+	d := time.Duration(*secs * float64(time.Second))
+	return min(max(d, 0), maxWait)
+}
+
+// newCall records a call with its verdict and starts it when it is allowed.
+func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in ToolCallInput) (models.ToolCall, error) {
+	all, err := r.sessionTools(ctx, s, false)
+	if err != nil {
+		return models.ToolCall{}, err
+	}
+	t, found := findTool(all, in.Tool)
+	if !found {
+		return models.ToolCall{}, &Error{Kind: KindNotFound, Code: "unknown_tool", Title: "Unknown tool", Field: "tool",
+			Detail: fmt.Sprintf("this session offers no tool %q: Session.tools lists what it offers", in.Tool)}
+	}
+	input, err := checkInput(t, in.Input)
+	if err != nil {
+		return models.ToolCall{}, err
+	}
+	rec, truncated := clip(string(input))
+	call := models.ToolCall{ID: newID("call"), SessionID: s.ID, VersionID: s.VersionID, Tool: t.Name, Kind: t.Kind,
+		GrantName: t.Grant, ToolName: t.Tool.Tool, Input: rec, InputTruncated: truncated, Model: truncate(in.Model, 200),
+		ByKind: string(p.Kind), ByID: p.ID, ByLabel: p.Label, Client: t.Client, CreatedAt: r.now()}
+	policy, source := r.policyFor(ctx, s.ID, t)
+	call.Verdict, call.PolicySource = policy, source
+	switch policy {
+	case tools.PolicyDeny:
+		call.Status, call.Reason, call.FinishedAt = CallRefused, "denied by the version's policy", ptr(r.now())
+	case tools.PolicyAsk:
+		call.Status, call.Reason = CallAwaitingApproval, "waiting for an approver"
+	default:
+		call.Status = CallQueued
+	}
+	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&call).Error; err != nil {
+			return err
+		}
+		if policy != tools.PolicyAsk {
+			return nil
+		}
+		return tx.Create(&models.Approval{ID: newID("apr"), ToolCallID: call.ID, SessionID: s.ID, State: ApprovalPending,
+			Scope: "call", CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.ApprovalTimeout)}).Error
+	})
+	if err != nil {
+		return call, fmt.Errorf("runtime: record call: %w", err)
+	}
+	r.publish(Event{Kind: "call", ID: call.ID, SessionID: s.ID, State: call.Status})
+	if policy == tools.PolicyAsk {
+		r.publish(Event{Kind: "approval", ID: call.ID, SessionID: s.ID, State: ApprovalPending})
+	}
+	if call.Status == CallQueued {
+		go r.execute(call.ID)
+	}
+	return call, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// findTool finds a tool by full name, offered or denied; a denied tool is
+// still found, so the call can be refused and recorded as such.
+func findTool(all []offered, name string) (offered, bool) {
+	for _, t := range all {
+		if t.Name == name && t.Name != "" {
+			return t, true
+		}
+	}
+	return offered{}, false
+}
+
+// policyFor is the effective policy: the version's, except that an approver's
+// "allow for this session" turns ask into allow for that exact tool.
+func (r *Runtime) policyFor(ctx context.Context, sessionID string, t offered) (policy, source string) {
+	switch {
+	case !t.Offered:
+		return tools.PolicyDeny, t.PolicySource
+	case t.Policy == "":
+		return tools.PolicyAllow, "granted"
+	case t.Policy == tools.PolicyAsk:
+		var n int64
+		r.db.WithContext(ctx).Model(&models.SessionRule{}).Where("session_id = ? AND tool = ? AND policy = ?", sessionID, t.Name, tools.PolicyAllow).Count(&n)
+		if n > 0 {
+			return tools.PolicyAllow, "session"
+		}
+	}
+	return t.Policy, t.PolicySource
+}
+
+// checkInput validates the input against the tool's schema; the error names
+// what is wrong the way the schema validator puts it.
+func checkInput(t offered, raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage(`{}`)
+	}
+	if len(raw) > maxInputBytes {
+		return nil, invalid("input", "input_too_large", fmt.Sprintf("input must be at most %d bytes; it has %d", maxInputBytes, len(raw)))
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, invalid("input", "invalid_json", "input is not valid JSON: "+err.Error())
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, invalid("input", "invalid_input", "input must be a JSON object")
+	}
+	if len(t.InputSchema) == 0 {
+		return raw, nil
+	}
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+		return raw, nil // a server's schema we cannot read is the server's problem, not the caller's
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return raw, nil
+	}
+	if err := resolved.Validate(v); err != nil {
+		return nil, invalid("input", "invalid_input", fmt.Sprintf("input does not match %s's schema: %s", t.Name, schemaMessage(err)))
+	}
+	return raw, nil
+}
+
+func schemaMessage(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "validating root: ")
+	return strings.ReplaceAll(msg, "validating /properties/", "")
+}
+
+// waitCall waits until the call is final or d passes, then returns it.
+func (r *Runtime) waitCall(ctx context.Context, id string, d time.Duration) (ToolCallView, error) {
+	events, stop := r.Subscribe()
+	defer stop()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		v, err := r.callByID(ctx, id)
+		if err != nil || !v.Open() {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, nil
+		case <-timer.C:
+			return v, nil
+		case <-events:
+		}
+	}
+}
+
+func (r *Runtime) callByID(ctx context.Context, id string) (ToolCallView, error) {
+	var c models.ToolCall
+	err := r.db.WithContext(ctx).First(&c, "id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return ToolCallView{}, notFound("tool call", id)
+	}
+	if err != nil {
+		return ToolCallView{}, err
+	}
+	v := callView(c)
+	var ap models.Approval
+	if r.db.WithContext(ctx).First(&ap, "tool_call_id = ?", id).Error == nil {
+		av := approvalView(ap)
+		v.Approval = &av
+	}
+	return v, nil
+}
+
+// ToolCallGet is ToolCall.get.
+func (r *Runtime) ToolCallGet(ctx context.Context, p Principal, id string) (ToolCallView, error) {
+	var out ToolCallView
+	err := r.run(ctx, p, "ToolCall.get", func(a *act) error {
+		v, err := r.callByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		if _, err := r.loadSession(ctx, p, v.Session); err != nil {
+			return notFound("tool call", id)
+		}
+		out = v
+		return nil
+	}, id)
+	return out, err
+}
+
+// ToolCallList is ToolCall.list: a session's calls, newest first.
+func (r *Runtime) ToolCallList(ctx context.Context, p Principal, session string) ([]ToolCallView, error) {
+	out := []ToolCallView{}
+	err := r.run(ctx, p, "ToolCall.list", func(a *act) error {
+		if _, err := r.loadSession(ctx, p, session); err != nil {
+			return err
+		}
+		var cs []models.ToolCall
+		if err := r.db.WithContext(ctx).Where("session_id = ?", session).Order("created_at DESC, id DESC").Limit(200).Find(&cs).Error; err != nil {
+			return err
+		}
+		for _, c := range cs {
+			out = append(out, callView(c))
+		}
+		return nil
+	}, session)
+	return out, err
+}
+
+// refuseOpenCalls ends every open call matching the condition as refused.
+func (r *Runtime) refuseOpenCalls(tx *gorm.DB, cond string, args []any, reason string) error {
+	now := r.now()
+	if err := tx.Model(&models.Approval{}).Where("state = ?", ApprovalPending).
+		Where("tool_call_id IN (?)", tx.Model(&models.ToolCall{}).Select("id").Where(cond, args...)).
+		Updates(map[string]any{"state": ApprovalExpired, "reason": reason, "decided_at": now}).Error; err != nil {
+		return err
+	}
+	// A running call finishes on its own; only what has not started is refused.
+	return tx.Model(&models.ToolCall{}).Where(cond, args...).Where("status IN ?", []string{CallQueued, CallAwaitingApproval, CallWaitingClient}).
+		Updates(map[string]any{"status": CallRefused, "reason": reason, "finished_at": now}).Error
+}

@@ -1,0 +1,286 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/vault"
+)
+
+// VaultView is a vault with its credentials, never their secrets.
+type VaultView struct {
+	ID          string           `json:"id"`
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	CreatedAt   time.Time        `json:"created_at"`
+	Credentials []CredentialView `json:"credentials"`
+}
+
+// CredentialView shows that a secret is set and when it was last used, never its value.
+type CredentialView struct {
+	ID         string     `json:"id"`
+	Vault      string     `json:"vault"`
+	Prefix     string     `json:"prefix"`
+	Type       string     `json:"type"`
+	HeaderName string     `json:"header_name,omitempty"`
+	Username   string     `json:"username,omitempty"`
+	SecretSet  bool       `json:"secret_set"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+func credentialView(c models.Credential) CredentialView {
+	return CredentialView{ID: c.ID, Vault: c.VaultID, Prefix: c.Prefix, Type: c.Type, HeaderName: c.HeaderName,
+		Username: c.Username, SecretSet: len(c.Ciphertext) > 0, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, LastUsedAt: c.LastUsedAt}
+}
+
+// VaultInput creates a vault.
+type VaultInput struct {
+	Name        string `json:"name" form:"name"`
+	Description string `json:"description" form:"description"`
+}
+
+// VaultCreate is Vault.create.
+func (r *Runtime) VaultCreate(ctx context.Context, p Principal, in VaultInput) (VaultView, error) {
+	var out VaultView
+	err := r.run(ctx, p, "Vault.create", func(a *act) error {
+		name := strings.TrimSpace(in.Name)
+		switch n := utf8.RuneCountInString(name); {
+		case n == 0:
+			return invalid("name", "name_required", "name is required")
+		case n > 64:
+			return invalid("name", "name_too_long", fmt.Sprintf("name must be at most 64 characters; it has %d", n))
+		}
+		if utf8.RuneCountInString(in.Description) > 2000 {
+			return invalid("description", "description_too_long", "description must be at most 2,000 characters")
+		}
+		var n int64
+		r.db.WithContext(ctx).Model(&models.Vault{}).Where("LOWER(name) = LOWER(?)", name).Count(&n)
+		if n > 0 {
+			return &Error{Kind: KindConflict, Code: "name_taken", Title: "Name taken", Field: "name", Detail: "another vault already has this name",
+				Fields: []FieldError{{Field: "name", Code: "name_taken", Detail: "another vault already has this name"}}}
+		}
+		v := models.Vault{ID: newID("vlt"), Name: name, Description: strings.TrimSpace(in.Description), CreatedBy: p.ID, CreatedAt: r.now()}
+		a.target(v.ID)
+		out = VaultView{ID: v.ID, Name: v.Name, Description: v.Description, CreatedAt: v.CreatedAt, Credentials: []CredentialView{}}
+		return r.db.WithContext(ctx).Create(&v).Error
+	})
+	return out, err
+}
+
+// VaultList is Vault.list.
+func (r *Runtime) VaultList(ctx context.Context, p Principal) ([]VaultView, error) {
+	out := []VaultView{}
+	err := r.run(ctx, p, "Vault.list", func(a *act) error {
+		var vs []models.Vault
+		if err := r.db.WithContext(ctx).Order("name").Find(&vs).Error; err != nil {
+			return err
+		}
+		for _, v := range vs {
+			view, err := r.vaultView(ctx, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, view)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (r *Runtime) vaultView(ctx context.Context, v models.Vault) (VaultView, error) {
+	view := VaultView{ID: v.ID, Name: v.Name, Description: v.Description, CreatedAt: v.CreatedAt, Credentials: []CredentialView{}}
+	var cs []models.Credential
+	if err := r.db.WithContext(ctx).Where("vault_id = ?", v.ID).Order("prefix").Find(&cs).Error; err != nil {
+		return view, err
+	}
+	for _, c := range cs {
+		view.Credentials = append(view.Credentials, credentialView(c))
+	}
+	return view, nil
+}
+
+func (r *Runtime) loadVault(ctx context.Context, ref string) (models.Vault, error) {
+	var v models.Vault
+	err := r.db.WithContext(ctx).First(&v, "id = ? OR name = ?", ref, ref).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return v, notFound("vault", ref)
+	}
+	return v, err
+}
+
+// VaultGet is Vault.get (by id or name).
+func (r *Runtime) VaultGet(ctx context.Context, p Principal, ref string) (VaultView, error) {
+	var out VaultView
+	err := r.run(ctx, p, "Vault.get", func(a *act) error {
+		v, err := r.loadVault(ctx, ref)
+		if err != nil {
+			return err
+		}
+		out, err = r.vaultView(ctx, v)
+		return err
+	}, ref)
+	return out, err
+}
+
+// VaultDelete is Vault.delete; a vault bound to a session still running is kept.
+func (r *Runtime) VaultDelete(ctx context.Context, p Principal, ref string) error {
+	return r.run(ctx, p, "Vault.delete", func(a *act) error {
+		v, err := r.loadVault(ctx, ref)
+		if err != nil {
+			return err
+		}
+		a.target(v.ID)
+		var n int64
+		r.db.WithContext(ctx).Table("session_vaults").Joins("JOIN sessions ON sessions.id = session_vaults.session_id").
+			Where("session_vaults.vault_id = ? AND sessions.state = ?", v.ID, SessionActive).Count(&n)
+		if n > 0 {
+			return conflict("vault_in_use", fmt.Sprintf("vault %s is bound to %d running session(s): end them first", v.Name, n))
+		}
+		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Where("vault_id = ?", v.ID).Delete(&models.SessionVault{}).Error; err != nil {
+				return err
+			}
+			if err := tx.Where("vault_id = ?", v.ID).Delete(&models.Credential{}).Error; err != nil {
+				return err
+			}
+			return tx.Delete(&v).Error
+		})
+	}, ref)
+}
+
+// CredentialInput sets a credential: its URL prefix, its kind, and the secret,
+// which is sealed before it is stored and never shown again.
+type CredentialInput struct {
+	Vault      string `json:"vault" param:"vault"`
+	Prefix     string `json:"prefix" form:"prefix"`
+	Type       string `json:"type" form:"type"`
+	HeaderName string `json:"header_name" form:"header_name"`
+	Username   string `json:"username" form:"username"`
+	Secret     string `json:"secret" form:"secret"`
+}
+
+// CredentialSet is Credential.set: adds a credential, or replaces the one
+// bound to the same prefix in that vault.
+func (r *Runtime) CredentialSet(ctx context.Context, p Principal, in CredentialInput) (CredentialView, error) {
+	var out CredentialView
+	err := r.run(ctx, p, "Credential.set", func(a *act) error {
+		v, err := r.loadVault(ctx, in.Vault)
+		if err != nil {
+			return err
+		}
+		c := vault.Credential{Prefix: strings.TrimSpace(in.Prefix), Type: in.Type, HeaderName: strings.TrimSpace(in.HeaderName), Username: in.Username}
+		if err := firstErr(c.Validate(), vault.ValidateSecret(in.Secret)); err != nil {
+			return vaultFieldError(err)
+		}
+		var rec models.Credential
+		err = r.db.WithContext(ctx).First(&rec, "vault_id = ? AND prefix = ?", v.ID, c.Prefix).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			rec = models.Credential{ID: newID("cred"), VaultID: v.ID, Prefix: c.Prefix, CreatedAt: r.now()}
+		} else if err != nil {
+			return err
+		}
+		rec.Type, rec.HeaderName, rec.Username, rec.UpdatedAt = c.Type, c.HeaderName, c.Username, r.now()
+		// The credential's id is the AAD: a sealed secret cannot be moved to another row.
+		if rec.KeyID, rec.Ciphertext, err = r.opts.Keys.Seal([]byte(in.Secret), []byte(rec.ID)); err != nil {
+			return fmt.Errorf("runtime: seal credential: %w", err)
+		}
+		a.target(v.ID, rec.ID)
+		out = credentialView(rec)
+		return r.db.WithContext(ctx).Save(&rec).Error
+	}, in.Vault)
+	return out, err
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func vaultFieldError(err error) error {
+	var fe *vault.FieldError
+	if errors.As(err, &fe) {
+		return invalid(fe.Field, "invalid_"+fe.Field, fe.Detail)
+	}
+	return err
+}
+
+// CredentialList is Credential.list.
+func (r *Runtime) CredentialList(ctx context.Context, p Principal, ref string) ([]CredentialView, error) {
+	var out []CredentialView
+	err := r.run(ctx, p, "Credential.list", func(a *act) error {
+		v, err := r.loadVault(ctx, ref)
+		if err != nil {
+			return err
+		}
+		view, err := r.vaultView(ctx, v)
+		out = view.Credentials
+		return err
+	}, ref)
+	return out, err
+}
+
+// CredentialDelete is Credential.delete.
+func (r *Runtime) CredentialDelete(ctx context.Context, p Principal, vaultRef, id string) error {
+	return r.run(ctx, p, "Credential.delete", func(a *act) error {
+		v, err := r.loadVault(ctx, vaultRef)
+		if err != nil {
+			return err
+		}
+		res := r.db.WithContext(ctx).Where("id = ? AND vault_id = ?", id, v.ID).Delete(&models.Credential{})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return notFound("credential", id)
+		}
+		return nil
+	}, vaultRef, id)
+}
+
+// attacherFor returns what to attach to requests to url for a session: the
+// credential of the most specific prefix across the session's vaults (earlier
+// vaults win ties), opened only now, in memory, for this call.
+func (r *Runtime) attacherFor(ctx context.Context, sessionID, url string) (credID string, attach func(*http.Request), err error) {
+	var recs []models.Credential
+	err = r.db.WithContext(ctx).Table("credentials").Select("credentials.*").
+		Joins("JOIN session_vaults ON session_vaults.vault_id = credentials.vault_id").
+		Where("session_vaults.session_id = ?", sessionID).Order("session_vaults.position, credentials.prefix").Find(&recs).Error
+	if err != nil {
+		return "", nil, err
+	}
+	creds := make([]vault.Credential, len(recs))
+	for i, c := range recs {
+		creds[i] = vault.Credential{ID: c.ID, Prefix: c.Prefix, Type: c.Type, HeaderName: c.HeaderName, Username: c.Username}
+	}
+	match, ok := vault.Match(creds, url)
+	if !ok {
+		return "", func(*http.Request) {}, nil
+	}
+	for _, c := range recs {
+		if c.ID != match.ID {
+			continue
+		}
+		secret, err := r.opts.Keys.Open(c.KeyID, c.Ciphertext, []byte(c.ID))
+		if err != nil {
+			return "", nil, fmt.Errorf("runtime: open credential %s: %w", c.ID, err)
+		}
+		r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ?", c.ID).Update("last_used_at", r.now())
+		s := string(secret)
+		return c.ID, func(req *http.Request) { vault.Apply(req, match, s) }, nil
+	}
+	return "", func(*http.Request) {}, nil
+}

@@ -1,0 +1,314 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/tools"
+)
+
+// Version states.
+const (
+	StateDraft     = "draft"
+	StatePublished = "published"
+)
+
+// VersionView is a version as API.md shows it.
+type VersionView struct {
+	ID          string          `json:"id"`
+	Agent       string          `json:"agent"`
+	Number      int             `json:"number"`
+	State       string          `json:"state"`
+	Config      json.RawMessage `json:"config"`
+	From        string          `json:"from,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	PublishedAt *time.Time      `json:"published_at"`
+}
+
+func versionView(v models.Version) VersionView {
+	return VersionView{ID: v.ID, Agent: v.AgentID, Number: v.Number, State: v.State, Config: json.RawMessage(v.Config),
+		From: v.FromVersionID, CreatedAt: v.CreatedAt, PublishedAt: v.PublishedAt}
+}
+
+// Parsed is the version's config as runtime/tools reads it.
+func (v VersionView) Parsed() tools.Config {
+	var cfg tools.Config
+	_ = json.Unmarshal(v.Config, &cfg)
+	return cfg
+}
+
+// VersionCreateInput makes a draft from a config, a copy of another version, or empty.
+type VersionCreateInput struct {
+	Agent  string          `json:"agent" param:"agent"`
+	Config json.RawMessage `json:"config"`
+	From   string          `json:"from"`
+}
+
+var errPublished = &Error{Kind: KindConflict, Code: "version_published", Title: "Version is published",
+	Detail: "a published version is immutable: create a new draft from it to make changes"}
+
+// configError turns runtime/tools' validation into the runtime's error, every
+// problem kept with its JSON path; the first one leads.
+func configError(err error) error {
+	var ve *tools.ValidationError
+	if !errors.As(err, &ve) || len(ve.Errors) == 0 {
+		return err
+	}
+	first := ve.Errors[0]
+	out := &Error{Kind: KindInvalid, Code: first.Code, Title: first.Title, Detail: first.Detail, Field: first.Field}
+	if out.Title == "" {
+		out.Title = "Invalid agent config"
+	}
+	for _, fe := range ve.Errors {
+		out.Fields = append(out.Fields, FieldError{Field: fe.Field, Code: fe.Code, Detail: fe.Detail})
+	}
+	return out
+}
+
+// canonical parses and validates a config and returns it as Export writes it.
+func (r *Runtime) canonical(ctx context.Context, raw []byte) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	cfg, err := tools.Parse(raw, r.catalog(ctx))
+	if err != nil {
+		return "", configError(err)
+	}
+	out, err := tools.Export(cfg)
+	return string(out), err
+}
+
+// VersionCreate is Version.create: a new draft numbered after the agent's last version.
+func (r *Runtime) VersionCreate(ctx context.Context, p Principal, in VersionCreateInput) (VersionView, error) {
+	var out VersionView
+	err := r.run(ctx, p, "Version.create", func(a *act) error {
+		if _, err := r.loadAgent(ctx, in.Agent); err != nil {
+			return err
+		}
+		if in.From != "" && len(in.Config) > 0 {
+			return invalid("from", "from_and_config", "give either config or from, not both")
+		}
+		raw := []byte(in.Config)
+		if in.From != "" {
+			src, err := r.loadVersion(ctx, in.From)
+			if err != nil {
+				return err
+			}
+			if src.AgentID != in.Agent {
+				return invalid("from", "other_agent", "from must be a version of the same agent")
+			}
+			raw = []byte(src.Config)
+		}
+		cfg, err := r.canonical(ctx, raw)
+		if err != nil {
+			return err
+		}
+		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			// Lock the agent row so two drafts made at once get distinct numbers.
+			if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).First(&models.Agent{}, "id = ?", in.Agent).Error; err != nil {
+				return err
+			}
+			var last int
+			tx.Model(&models.Version{}).Where("agent_id = ?", in.Agent).Select("COALESCE(MAX(number), 0)").Scan(&last)
+			v := models.Version{ID: newID("ver"), AgentID: in.Agent, Number: last + 1, State: StateDraft, Config: cfg,
+				FromVersionID: in.From, CreatedBy: p.ID, CreatedAt: r.now(), UpdatedAt: r.now()}
+			a.target(in.Agent, v.ID)
+			out = versionView(v)
+			return tx.Create(&v).Error
+		})
+	}, in.Agent)
+	return out, err
+}
+
+func (r *Runtime) loadVersion(ctx context.Context, id string) (models.Version, error) {
+	var v models.Version
+	err := r.db.WithContext(ctx).First(&v, "id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return v, notFound("version", id)
+	}
+	return v, err
+}
+
+// VersionList is Version.list: an agent's versions, newest first.
+func (r *Runtime) VersionList(ctx context.Context, p Principal, agent string) ([]VersionView, error) {
+	out := []VersionView{}
+	err := r.run(ctx, p, "Version.list", func(a *act) error {
+		if _, err := r.loadAgent(ctx, agent); err != nil {
+			return err
+		}
+		var vs []models.Version
+		if err := r.db.WithContext(ctx).Where("agent_id = ?", agent).Order("number DESC").Find(&vs).Error; err != nil {
+			return err
+		}
+		for _, v := range vs {
+			out = append(out, versionView(v))
+		}
+		return nil
+	}, agent)
+	return out, err
+}
+
+// VersionGet is Version.get.
+func (r *Runtime) VersionGet(ctx context.Context, p Principal, id string) (VersionView, error) {
+	var out VersionView
+	err := r.run(ctx, p, "Version.get", func(a *act) error {
+		v, err := r.loadVersion(ctx, id)
+		out = versionView(v)
+		return err
+	}, id)
+	return out, err
+}
+
+// VersionUpdate is Version.update: replaces a draft's config whole. A
+// published version answers version_published and is left as it was.
+func (r *Runtime) VersionUpdate(ctx context.Context, p Principal, id string, config []byte) (VersionView, error) {
+	var out VersionView
+	err := r.run(ctx, p, "Version.update", func(a *act) error {
+		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var v models.Version
+			if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).First(&v, "id = ?", id).Error; err != nil {
+				if errors.Is(err, gorm.ErrRecordNotFound) {
+					return notFound("version", id)
+				}
+				return err
+			}
+			if v.State != StateDraft {
+				return errPublished
+			}
+			cfg, err := r.canonical(ctx, config)
+			if err != nil {
+				return err
+			}
+			v.Config, v.UpdatedAt = cfg, r.now()
+			out = versionView(v)
+			return tx.Model(&v).Updates(map[string]any{"config": v.Config, "updated_at": v.UpdatedAt}).Error
+		})
+	}, id)
+	return out, err
+}
+
+// VersionPublish is Version.publish: the draft becomes immutable. Its config is
+// checked again, since a skill or package it names may have gone since.
+func (r *Runtime) VersionPublish(ctx context.Context, p Principal, id string) (VersionView, error) {
+	var out VersionView
+	err := r.run(ctx, p, "Version.publish", func(a *act) error {
+		v, err := r.loadVersion(ctx, id)
+		if err != nil {
+			return err
+		}
+		if v.State != StateDraft {
+			return errPublished
+		}
+		if _, err := r.canonical(ctx, []byte(v.Config)); err != nil {
+			return err
+		}
+		now := r.now()
+		res := r.db.WithContext(ctx).Model(&models.Version{}).Where("id = ? AND state = ?", id, StateDraft).
+			Updates(map[string]any{"state": StatePublished, "published_at": now, "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return errPublished
+		}
+		v.State, v.PublishedAt = StatePublished, &now
+		out = versionView(v)
+		return nil
+	}, id)
+	return out, err
+}
+
+// ToolView is one tool a version grants, as Version.tools answers.
+type ToolView struct {
+	Name         string          `json:"name"`
+	Kind         string          `json:"kind"`
+	Grant        string          `json:"grant"`
+	Tool         string          `json:"tool"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	Policy       string          `json:"policy"`
+	PolicySource string          `json:"policy_source,omitempty"`
+	Offered      bool            `json:"offered"`
+	Discovered   bool            `json:"discovered"`
+}
+
+// VersionTools is Version.tools: every tool the version grants with its
+// effective policy; denied tools are listed as not offered.
+func (r *Runtime) VersionTools(ctx context.Context, p Principal, id string) ([]ToolView, error) {
+	out := []ToolView{}
+	err := r.run(ctx, p, "Version.tools", func(a *act) error {
+		v, err := r.loadVersion(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, t := range tools.List(versionView(v).Parsed(), r.discoveredTools(ctx, versionView(v).Parsed()), r.catalog(ctx)) {
+			out = append(out, ToolView(t))
+		}
+		return nil
+	}, id)
+	return out, err
+}
+
+// discoveredTools holds each MCP grant's tools once a session has discovered
+// them; until then the grant shows as not discovered.
+func (r *Runtime) discoveredTools(ctx context.Context, cfg tools.Config) map[string][]tools.ToolDef {
+	var urls []string
+	for _, g := range cfg.MCPServers {
+		urls = append(urls, g.URL)
+	}
+	if len(urls) == 0 {
+		return nil
+	}
+	byURL := r.discoveredByURL(ctx, urls)
+	out := map[string][]tools.ToolDef{}
+	for _, g := range cfg.MCPServers {
+		if defs, ok := byURL[g.URL]; ok {
+			out[g.Name] = defs
+		}
+	}
+	return out
+}
+
+// VersionDiff is Version.diff: grants added, removed and changed from `against` to this version.
+func (r *Runtime) VersionDiff(ctx context.Context, p Principal, id, against string) ([]tools.Change, error) {
+	var out []tools.Change
+	err := r.run(ctx, p, "Version.diff", func(a *act) error {
+		if against == "" {
+			return invalid("against", "against_required", "against must name the version to compare with")
+		}
+		v, err := r.loadVersion(ctx, id)
+		if err != nil {
+			return err
+		}
+		w, err := r.loadVersion(ctx, against)
+		if err != nil {
+			return err
+		}
+		out = tools.Diff(versionView(w).Parsed(), versionView(v).Parsed())
+		if out == nil {
+			out = []tools.Change{}
+		}
+		return nil
+	}, id, against)
+	return out, err
+}
+
+// VersionExport returns a version's config as the agent config JSON file.
+func (r *Runtime) VersionExport(ctx context.Context, p Principal, id string) ([]byte, VersionView, error) {
+	v, err := r.VersionGet(ctx, p, id)
+	if err != nil {
+		return nil, v, err
+	}
+	b, err := tools.Export(v.Parsed())
+	if err != nil {
+		return nil, v, fmt.Errorf("runtime: export %s: %w", id, err)
+	}
+	return b, v, nil
+}

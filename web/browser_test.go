@@ -1,0 +1,130 @@
+package web_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// browserCtx starts headless Chromium (Debian's package) for one test. The
+// flags keep it from reaching for the network this machine does not have.
+func browserCtx(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is not installed: apt-get install chromium chromium-driver (make test does it)")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	// The first Run starts the browser and must not carry a timeout; the
+	// test's own deadline bounds the rest.
+	if _, err := chromedp.Run(ctx, chromedp.Sleep(0)); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	// Confirmation dialogs (data-confirm) are accepted, as a person clicking OK would.
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range dialogs {
+			if err != nil {
+				return
+			}
+			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+	ctx, cancel3 := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancel3)
+	return ctx
+}
+
+// screenshot keeps a picture of the page for a person to look at when asked.
+func screenshot(ctx context.Context, t *testing.T, name string) {
+	dir := os.Getenv("SUBAKO_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		_ = os.WriteFile(dir+"/"+name+".png", png, 0o644)
+	}
+}
+
+// text reads an element's visible text.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("read %s: %v", sel, err)
+	}
+	return v
+}
+
+func steps(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+func TestBrowserSetupLoginLogout(t *testing.T) {
+	e := newEnv(t)
+	token, _, err := e.rt.EnsureSetupLink(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := browserCtx(t)
+	steps(t, ctx, "setup in the browser",
+		chromedp.Navigate(e.srv.URL+"/setup/"+token),
+		chromedp.WaitVisible(css(`[data-testid=setup-email]`)),
+		chromedp.SendKeys(css(`[data-testid=setup-email]`), "owner@example.com"),
+		chromedp.SendKeys(css(`[data-testid=setup-name]`), "Olga"),
+		chromedp.SendKeys(css(`[data-testid=setup-password]`), password),
+		chromedp.Click(css(`[data-testid=setup-submit]`)),
+		chromedp.WaitVisible(css(`[data-testid=dashboard]`)),
+	)
+	screenshot(ctx, t, "dashboard")
+	if who, heading := text(t, ctx, `[data-testid=whoami]`), text(t, ctx, `h1`); who != "owner@example.com" || !strings.Contains(heading, "Olga") {
+		t.Fatalf("dashboard shows %q / %q", who, heading)
+	}
+	steps(t, ctx, "sign out",
+		chromedp.Click(css(`[data-testid=logout]`)),
+		chromedp.WaitVisible(css(`[data-testid=login-email]`)),
+	)
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || !strings.HasSuffix(loc, "/login") {
+		t.Fatalf("after sign-out the browser is at %q: %v", loc, err)
+	}
+	screenshot(ctx, t, "login")
+	steps(t, ctx, "sign in",
+		chromedp.SendKeys(css(`[data-testid=login-email]`), "owner@example.com"),
+		chromedp.SendKeys(css(`[data-testid=login-password]`), password),
+		chromedp.Click(css(`[data-testid=login-submit]`)),
+		chromedp.WaitVisible(css(`[data-testid=dashboard]`)),
+		chromedp.Navigate(e.srv.URL+"/setup/"+token),
+		chromedp.WaitVisible(css(`h1`)),
+	)
+	if heading := text(t, ctx, "h1"); !strings.Contains(heading, "not valid") {
+		t.Fatalf("the used setup link shows %q", heading)
+	}
+}
+
+// void runs an action for its effect, dropping its value, so it fits in steps.
+func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := a(ctx, t)
+		return chromedp.Void{}, err
+	}
+}
