@@ -41,9 +41,16 @@ type Runners struct {
 	Function func(ctx context.Context, c FunctionCall) (json.RawMessage, error)
 }
 
-// SetRunners installs the sandbox and function executors; until then their
-// tools are listed, and a call answers a clear "not available" error.
-func (r *Runtime) SetRunners(rn Runners) { r.runners = rn }
+// SetSandboxRunner installs the sandbox executor; until then sandbox tools are
+// listed, and a call answers a clear "not available" error.
+func (r *Runtime) SetSandboxRunner(run func(ctx context.Context, e SandboxExec) (json.RawMessage, error)) {
+	r.runners.Sandbox = run
+}
+
+// SetFunctionRunner installs the function executor, likewise.
+func (r *Runtime) SetFunctionRunner(run func(ctx context.Context, c FunctionCall) (json.RawMessage, error)) {
+	r.runners.Function = run
+}
 
 // execute runs a queued call to its end. It is its own goroutine, detached
 // from the request that made the call, so a caller that stops waiting does
