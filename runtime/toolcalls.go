@@ -354,3 +354,12 @@ func (r *Runtime) refuseOpenCalls(tx *gorm.DB, cond string, args []any, reason s
 	return tx.Model(&models.ToolCall{}).Where(cond, args...).Where("status IN ?", []string{CallQueued, CallAwaitingApproval, CallWaitingClient}).
 		Updates(map[string]any{"status": CallRefused, "reason": reason, "finished_at": now}).Error
 }
+
+// ToolCallWait is ToolCall.get that waits up to d (or until ctx ends) for the
+// call to finish: checked and recorded once, however long it waits.
+func (r *Runtime) ToolCallWait(ctx context.Context, p Principal, id string, d time.Duration) (ToolCallView, error) {
+	if _, err := r.ToolCallGet(ctx, p, id); err != nil {
+		return ToolCallView{}, err
+	}
+	return r.waitCall(ctx, id, d)
+}

@@ -133,6 +133,9 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.GET("/vaults", h.Placeholder("vaults", "Vaults", "Credentials the runtime attaches to outgoing calls.", "No vaults yet."))
 	con.GET("/usage", h.Placeholder("usage", "Usage", "Machine time, function time and archive storage.", "No usage recorded yet."))
 
+	mcpEndpoint := handlers.NewMCP(h)
+	e.Any("/mcp/sessions/:session", mcpEndpoint.Serve, h.RequireBearer)
+
 	api := e.Group("/api/v1", h.RequireBearer)
 	for _, r := range apiRoutes(h) {
 		api.Add(r.Method, r.Path, r.Handler)
