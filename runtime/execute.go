@@ -55,7 +55,11 @@ func (r *Runtime) SetFunctionRunner(run func(ctx context.Context, c FunctionCall
 // execute runs a queued call to its end. It is its own goroutine, detached
 // from the request that made the call, so a caller that stops waiting does
 // not cancel the tool; the result lands in the call's record either way.
-func (r *Runtime) execute(id string) {
+func (r *Runtime) execute(id string) { r.executeResolved(id, nil) }
+
+// executeResolved is execute with the tool already resolved by the caller
+// (ToolCall.create has just done it), so a call is not resolved twice.
+func (r *Runtime) executeResolved(id string, resolved *offered) {
 	ctx := context.Background()
 	start := r.now()
 	res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", id, CallQueued).
@@ -68,7 +72,7 @@ func (r *Runtime) execute(id string) {
 		return
 	}
 	r.publish(Event{Kind: "call", ID: id, SessionID: call.SessionID, State: CallRunning})
-	out, err := r.dispatch(ctx, call)
+	out, err := r.dispatch(ctx, call, resolved)
 	if errors.Is(err, errWaitClient) {
 		r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ?", id).Update("status", CallWaitingClient)
 		r.publish(Event{Kind: "call", ID: id, SessionID: call.SessionID, State: CallWaitingClient})
@@ -105,18 +109,23 @@ func (r *Runtime) finishCall(ctx context.Context, call models.ToolCall, from str
 }
 
 // dispatch runs the call on its kind's executor.
-func (r *Runtime) dispatch(ctx context.Context, call models.ToolCall) (json.RawMessage, error) {
+func (r *Runtime) dispatch(ctx context.Context, call models.ToolCall, resolved *offered) (json.RawMessage, error) {
 	var s models.Session
 	if err := r.db.WithContext(ctx).First(&s, "id = ?", call.SessionID).Error; err != nil {
 		return nil, err
 	}
-	all, err := r.sessionTools(ctx, s, false)
-	if err != nil {
-		return nil, err
-	}
-	t, ok := findTool(all, call.Tool)
-	if !ok {
-		return nil, fmt.Errorf("tool %s is no longer offered in this session", call.Tool)
+	var t offered
+	if resolved != nil {
+		t = *resolved
+	} else {
+		all, err := r.sessionTools(ctx, s, false)
+		if err != nil {
+			return nil, err
+		}
+		var ok bool
+		if t, ok = findTool(all, call.Tool); !ok {
+			return nil, fmt.Errorf("tool %s is no longer offered in this session", call.Tool)
+		}
 	}
 	input := json.RawMessage(call.Input)
 	switch t.Kind {

@@ -192,7 +192,7 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		r.publish(Event{Kind: "approval", ID: call.ID, SessionID: s.ID, State: ApprovalPending})
 	}
 	if call.Status == CallQueued {
-		go r.execute(call.ID)
+		go r.executeResolved(call.ID, &t)
 	}
 	return call, nil
 }
