@@ -1,0 +1,83 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// pipeGrace bounds how long a finished command's output is still read: a
+// background job that keeps stdout open must not hold the exec's answer.
+const pipeGrace = 500 * time.Millisecond
+
+// runCommand runs one exec as `sh -c` in its own process group, so a timeout
+// or a cancel kills the command together with anything it started in the
+// background. Background jobs of a command that finished on its own are left
+// running (a dev server started with `&` keeps serving the next exec).
+func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecResult, error) {
+	req = req.WithDefaults()
+	if err := req.Validate(); err != nil {
+		return ExecResult{}, err
+	}
+	if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
+		return ExecResult{}, &FieldError{"cwd", fmt.Sprintf("%q is not a folder in the sandbox", req.Cwd)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(req.TimeoutSecs)*time.Second)
+	defer cancel()
+
+	var stdout, stderr Output
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", req.Command)
+	cmd.Dir = req.Cwd
+	cmd.Env = commandEnv(baseEnv, req.Env)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if req.Stdin != "" {
+		cmd.Stdin = strings.NewReader(req.Stdin)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = pipeGrace
+
+	started := time.Now()
+	err := cmd.Run()
+	res := ExecResult{DurationMs: time.Since(started).Milliseconds()}
+	if cmd.ProcessState == nil {
+		return ExecResult{}, fmt.Errorf("agent: start sh: %w", err)
+	}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) && !errors.Is(err, exec.ErrWaitDelay) {
+		return ExecResult{}, fmt.Errorf("agent: run: %w", err)
+	}
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	res.ExitCode = ws.ExitStatus()
+	if ws.Signaled() {
+		res.ExitCode = 128 + int(ws.Signal())
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && ws.Signaled() {
+		res.TimedOut, res.ExitCode = true, TimeoutExitCode
+	}
+	res.Stdout, res.StdoutTruncated, res.StdoutBytes = stdout.Result()
+	res.Stderr, res.StderrTruncated, res.StderrBytes = stderr.Result()
+	return res, nil
+}
+
+// commandEnv layers the request's variables over the base environment.
+func commandEnv(base []string, extra map[string]string) []string {
+	env := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, override := extra[name]; !override {
+			env = append(env, kv)
+		}
+	}
+	for name, value := range extra {
+		env = append(env, name+"="+value)
+	}
+	slices.Sort(env)
+	return env
+}

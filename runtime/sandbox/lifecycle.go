@@ -1,0 +1,161 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/subako/subako/runtime/sandbox/archive"
+)
+
+// startLocked brings up b's machine (b.mu held): a new sandbox gets an empty
+// /workspace, a suspended or retired one its archive.
+func (m *Manager) startLocked(ctx context.Context, b *box, key Key) error {
+	if err := m.prepareWorkspace(ctx, &b.rec); err != nil {
+		return m.failLocked(ctx, b, err)
+	}
+	var skills map[string]string
+	if m.cfg.Skills != nil {
+		var err error
+		if skills, err = m.cfg.Skills(ctx, key.SessionID); err != nil {
+			return m.failLocked(ctx, b, fmt.Errorf("sandbox: skills of session %s: %w", key.SessionID, err))
+		}
+	}
+	b.rec.Release, b.rec.Network = key.Release, key.Network
+	machine, err := m.cfg.Driver.Start(ctx, Spec{
+		ID: b.rec.ID, Release: key.Release, Network: key.Network,
+		WorkspaceDir: m.workspaceDir(b.rec.ID), Skills: skills, Limits: m.cfg.Limits,
+	})
+	if err != nil {
+		return m.failLocked(ctx, b, err)
+	}
+	now := m.now()
+	rec := b.rec
+	rec.State, rec.Error = StateRunning, ""
+	rec.StartedAt, rec.LastActiveAt = now, now
+	rec.SuspendedAt, rec.RetiredAt = time.Time{}, time.Time{}
+	if err := m.cfg.Store.Put(ctx, rec); err != nil {
+		machine.Stop()
+		return fmt.Errorf("sandbox: record start of %s: %w", rec.ID, err)
+	}
+	b.rec, b.machine = rec, machine
+	m.notify(rec)
+	return nil
+}
+
+// failLocked records a failed start so the console shows why, and returns err.
+func (m *Manager) failLocked(ctx context.Context, b *box, err error) error {
+	if b.rec.State == "" {
+		return err // never started: nothing to show yet
+	}
+	b.rec.Error = err.Error()
+	if perr := m.cfg.Store.Put(context.WithoutCancel(ctx), b.rec); perr != nil {
+		m.cfg.Logger.Warn("sandbox: record start failure", "sandbox", b.rec.ID, "err", perr)
+	}
+	m.notify(b.rec)
+	return err
+}
+
+func (m *Manager) machineDir(id string) string   { return filepath.Join(m.cfg.Dir, id) }
+func (m *Manager) workspaceDir(id string) string { return filepath.Join(m.cfg.Dir, id, "workspace") }
+
+// prepareWorkspace leaves <Dir>/<id>/workspace ready to bind. The folder is
+// removed once archived, so it only survives a suspension whose archiving
+// failed: then it is newer than any archive and is used as is.
+func (m *Manager) prepareWorkspace(ctx context.Context, rec *Record) error {
+	ws := m.workspaceDir(rec.ID)
+	if err := os.MkdirAll(m.machineDir(rec.ID), 0o711); err != nil {
+		return fmt.Errorf("sandbox: create folder of %s: %w", rec.ID, err)
+	}
+	_, statErr := os.Stat(ws)
+	if rec.ArchiveError != "" && statErr == nil {
+		m.cfg.Logger.Warn("sandbox: last archiving failed, starting from the kept folder", "sandbox", rec.ID, "archive_error", rec.ArchiveError)
+		return nil
+	}
+	if _, err := m.cfg.Archives.Stat(ctx, rec.ID); errors.Is(err, archive.ErrNotExist) {
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			return fmt.Errorf("sandbox: create workspace of %s: %w", rec.ID, err)
+		}
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("sandbox: archive of %s: %w", rec.ID, err)
+	}
+	return m.restore(ctx, rec.ID, ws)
+}
+
+// restore unpacks the archive next to the workspace and swaps it in, so a
+// refused or broken archive leaves the old folder untouched.
+func (m *Manager) restore(ctx context.Context, id, ws string) error {
+	tmp := ws + ".restoring"
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("sandbox: clear %s: %w", tmp, err)
+	}
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return fmt.Errorf("sandbox: restore %s: %w", id, err)
+	}
+	opts := archive.RestoreOptions{MaxExpandedBytes: m.cfg.MaxExpandedBytes}
+	if _, err := archive.Load(ctx, m.cfg.Archives, id, tmp, opts); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("sandbox: restore /workspace of %s: %w", id, err)
+	}
+	if err := os.RemoveAll(ws); err != nil {
+		return fmt.Errorf("sandbox: replace workspace of %s: %w", id, err)
+	}
+	if err := os.Rename(tmp, ws); err != nil {
+		return fmt.Errorf("sandbox: replace workspace of %s: %w", id, err)
+	}
+	return nil
+}
+
+// suspendLocked stops b's machine, archives its workspace and records the
+// suspension (b.mu held). billUntil ends the machine-time of this run.
+func (m *Manager) suspendLocked(ctx context.Context, b *box, billUntil time.Time) error {
+	if b.machine != nil {
+		if err := b.machine.Stop(); err != nil {
+			m.cfg.Logger.Warn("sandbox: stop", "sandbox", b.rec.ID, "err", err)
+		}
+		b.machine = nil
+	}
+	now := m.now()
+	rec := b.rec
+	m.archiveInto(ctx, &rec, now)
+	ran := max(billUntil.Sub(rec.StartedAt).Seconds(), 0)
+	rec.MachineSeconds += ran
+	rec.State, rec.SuspendedAt = StateSuspended, now
+	if err := m.cfg.Store.Put(ctx, rec); err != nil {
+		return fmt.Errorf("sandbox: record suspension of %s: %w", rec.ID, err)
+	}
+	b.rec = rec
+	m.notify(rec)
+	m.usage(rec, UsageMachineSeconds, ran, now)
+	m.usage(rec, UsageArchiveBytes, float64(rec.ArchiveBytes), now)
+	return nil
+}
+
+// archiveInto saves the workspace as the sandbox's archive and records the
+// outcome in rec; a failure keeps the previous archive and says why.
+func (m *Manager) archiveInto(ctx context.Context, rec *Record, now time.Time) {
+	ws := m.workspaceDir(rec.ID)
+	if _, err := os.Stat(ws); err != nil {
+		rec.ArchiveError = fmt.Sprintf("no workspace folder to archive: %v", err)
+		return
+	}
+	info, st, err := archive.Save(ctx, m.cfg.Archives, rec.ID, ws, m.cfg.MaxArchiveBytes)
+	if err != nil {
+		rec.ArchiveError = err.Error()
+		m.cfg.Logger.Warn("sandbox: archive", "sandbox", rec.ID, "err", err)
+		return
+	}
+	if len(st.Skipped) > 0 {
+		m.cfg.Logger.Warn("sandbox: archive left out pipes, sockets and links pointing out of /workspace", "sandbox", rec.ID, "entries", st.Skipped)
+	}
+	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveError = info.Bytes, now, ""
+	// The archive now holds the workspace; removing the folder here, in the
+	// background, spares the next exec the deletion. A failed archive keeps it.
+	if err := os.RemoveAll(ws); err != nil {
+		m.cfg.Logger.Warn("sandbox: remove archived workspace", "sandbox", rec.ID, "err", err)
+	}
+}

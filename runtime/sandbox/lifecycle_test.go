@@ -1,0 +1,214 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/subako/subako/runtime/sandbox"
+)
+
+func TestSuspendRestoreRetireKeepOnlyTheWorkspace(t *testing.T) {
+	e := newEnv(t, nil)
+	events, stop := e.mgr.Subscribe(16)
+	defer stop()
+	e.exec("echo hi > notes.txt; echo scratch > /tmp/outside")
+	rec := e.wantState(sandbox.StateRunning)
+
+	e.tick(sandbox.DefaultIdleTimeout - time.Second)
+	e.wantState(sandbox.StateRunning)
+	e.tick(time.Second)
+	rec = e.wantState(sandbox.StateSuspended)
+	if got := e.archived(rec.ID)["notes.txt"]; got != "hi\n" {
+		t.Fatalf("archive has notes.txt = %q", got)
+	}
+	if rec.MachineSeconds != 300 || rec.ArchiveBytes == 0 {
+		t.Errorf("machine_seconds %v archive_bytes %d; want 300 (idle minutes included) and > 0", rec.MachineSeconds, rec.ArchiveBytes)
+	}
+	wantUsage := []sandbox.UsageEvent{
+		{SandboxID: rec.ID, SessionID: "ses1", Kind: sandbox.UsageMachineSeconds, Quantity: 300, At: rec.SuspendedAt},
+		{SandboxID: rec.ID, SessionID: "ses1", Kind: sandbox.UsageArchiveBytes, Quantity: float64(rec.ArchiveBytes), At: rec.SuspendedAt},
+	}
+	if e.usage[0] != wantUsage[0] || e.usage[1] != wantUsage[1] {
+		t.Errorf("usage = %+v, want %+v", e.usage, wantUsage)
+	}
+	if a, b := <-events, <-events; a.State != sandbox.StateRunning || b.State != sandbox.StateSuspended {
+		t.Errorf("subscriber saw %s then %s, want running then suspended", a.State, b.State)
+	}
+
+	res := e.exec("cat notes.txt; cat /tmp/outside")
+	if res.Stdout != "hi\n" || !strings.Contains(res.Stderr, "No such file") {
+		t.Errorf("after restore: stdout %q stderr %q; want the workspace back and /tmp empty", res.Stdout, res.Stderr)
+	}
+	e.wantState(sandbox.StateRunning)
+
+	e.tick(sandbox.DefaultIdleTimeout)
+	e.tick(sandbox.DefaultRetireAfter - time.Second)
+	e.wantState(sandbox.StateSuspended)
+	e.tick(time.Second)
+	rec = e.wantState(sandbox.StateRetired)
+	if _, err := os.Stat(filepath.Join(e.cfg.Dir, rec.ID)); !os.IsNotExist(err) {
+		t.Errorf("retired sandbox's folder still exists: %v", err)
+	}
+	if res := e.exec("cat notes.txt"); res.Stdout != "hi\n" {
+		t.Errorf("after retirement: %q, want notes.txt from the archive", res.Stdout)
+	}
+	if rec := e.wantState(sandbox.StateRunning); rec.MachineSeconds != 600 || !rec.RetiredAt.IsZero() {
+		t.Errorf("machine_seconds %v retired_at %v; want 600 and cleared", rec.MachineSeconds, rec.RetiredAt)
+	}
+	if n := e.driver.starts(); n != 3 {
+		t.Errorf("machines started = %d, want 3 (first exec, after suspension, after retirement)", n)
+	}
+}
+
+func TestIdleClockStartsWhenTheLastExecReturns(t *testing.T) {
+	e := newEnv(t, nil)
+	e.exec("mkfifo /tmp/gate")
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "cat /tmp/gate"})
+		done <- err
+	}()
+	waitFor(t, func() bool {
+		ps := e.exec(`for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done`).Stdout
+		return strings.Contains(ps, "\ncat /tmp/gate \n")
+	})
+	e.tick(time.Hour)
+	e.wantState(sandbox.StateRunning) // a running exec is activity
+
+	e.exec("echo open > /tmp/gate")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.tick(sandbox.DefaultIdleTimeout - time.Second)
+	e.wantState(sandbox.StateRunning)
+	e.tick(time.Second)
+	e.wantState(sandbox.StateSuspended)
+}
+
+func TestRecoverSuspendsSandboxesOfACrashedServer(t *testing.T) {
+	e := newEnv(t, nil)
+	e.exec("echo precious > work.txt")
+	started := e.rec().StartedAt
+	// The server dies: its machines die with it (--die-with-parent), the
+	// store still says running.
+	for _, m := range e.driver.machines {
+		m.Stop()
+	}
+	e.clock.Advance(time.Hour)
+	e.mgr = e.manager()
+	if err := e.mgr.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.wantState(sandbox.StateSuspended)
+	if got := e.archived(rec.ID)["work.txt"]; got != "precious\n" {
+		t.Errorf("archive after recovery has work.txt = %q", got)
+	}
+	if want := sandbox.DefaultIdleTimeout.Seconds(); rec.MachineSeconds != want {
+		t.Errorf("machine_seconds = %v, want %v: billed until it would have been suspended, not for the hour the server was down (started %v)", rec.MachineSeconds, want, started)
+	}
+	if res := e.exec("cat work.txt"); res.Stdout != "precious\n" {
+		t.Errorf("after recovery: %q", res.Stdout)
+	}
+}
+
+func TestOverLimitArchiveKeepsPreviousAndLosesNothing(t *testing.T) {
+	e := newEnv(t, func(c *sandbox.Config) { c.MaxArchiveBytes = 256 << 10 })
+	e.exec("echo v1 > notes.txt")
+	e.tick(sandbox.DefaultIdleTimeout)
+	first := e.wantState(sandbox.StateSuspended)
+
+	e.exec("echo v2 > notes.txt; head -c 1048576 /dev/urandom > noise.bin")
+	e.tick(sandbox.DefaultIdleTimeout)
+	rec := e.wantState(sandbox.StateSuspended)
+	if !strings.Contains(rec.ArchiveError, "max_archive_bytes 262144") {
+		t.Errorf("archive_error = %q, want the limit named", rec.ArchiveError)
+	}
+	if rec.ArchiveBytes != first.ArchiveBytes || e.archived(rec.ID)["notes.txt"] != "v1\n" {
+		t.Errorf("the previous archive was replaced: %d bytes, notes %q", rec.ArchiveBytes, e.archived(rec.ID)["notes.txt"])
+	}
+	if res := e.exec("cat notes.txt; wc -c < noise.bin"); res.Stdout != "v2\n1048576\n" {
+		t.Errorf("after a failed archive the kept folder must be used: %q", res.Stdout)
+	}
+}
+
+func TestDeadMachineKeepsItsWorkspace(t *testing.T) {
+	e := newEnv(t, nil)
+	e.exec("echo kept > notes.txt")
+	_, err := e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "kill -9 2"}) // the agent
+	if !errors.Is(err, sandbox.ErrMachineExited) {
+		t.Fatalf("error = %v, want ErrMachineExited", err)
+	}
+	if rec := e.wantState(sandbox.StateSuspended); rec.Error == "" {
+		t.Error("the record does not say why the machine stopped")
+	}
+	if res := e.exec("cat notes.txt"); res.Stdout != "kept\n" {
+		t.Errorf("after the machine died: %q", res.Stdout)
+	}
+}
+
+func TestConcurrentFirstExecsStartOneMachine(t *testing.T) {
+	e := newEnv(t, nil)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.exec("true")
+		}()
+	}
+	wg.Wait()
+	if n := e.driver.starts(); n != 1 {
+		t.Errorf("machines started = %d, want 1", n)
+	}
+}
+
+func TestInvalidExecStartsNothing(t *testing.T) {
+	e := newEnv(t, nil)
+	_, err := e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "true", TimeoutSecs: 9999})
+	var fe *sandbox.FieldError
+	if !errors.As(err, &fe) || fe.Field != "timeout_secs" {
+		t.Fatalf("error = %v, want a timeout_secs FieldError", err)
+	}
+	if e.driver.starts() != 0 {
+		t.Error("an invalid exec started a machine")
+	}
+	if _, err := e.store.FindBySession(context.Background(), key.SessionID, key.Grant); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("an invalid exec created a record: %v", err)
+	}
+}
+
+func TestArchiveDeletedOnlyOnceRetired(t *testing.T) {
+	e := newEnv(t, nil)
+	e.exec("echo x > f")
+	e.tick(sandbox.DefaultIdleTimeout)
+	id := e.wantState(sandbox.StateSuspended).ID
+	if err := e.mgr.DeleteArchive(context.Background(), id); !errors.Is(err, sandbox.ErrNotRetired) {
+		t.Fatalf("delete while suspended: %v, want ErrNotRetired", err)
+	}
+	e.tick(sandbox.DefaultRetireAfter)
+	e.wantState(sandbox.StateRetired)
+	if err := e.mgr.DeleteArchive(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if rec := e.rec(); rec.ArchiveBytes != 0 {
+		t.Errorf("archive_bytes = %d after deletion", rec.ArchiveBytes)
+	}
+	if res := e.exec("ls"); res.Stdout != "" {
+		t.Errorf("after deleting the archive the workspace should start empty: %q", res.Stdout)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+	}
+}

@@ -1,0 +1,230 @@
+package local
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/subako/subako/runtime/sandbox"
+)
+
+// Inside the sandbox everyone sees the same user, whatever host uid runs it.
+const (
+	insideUID = "1000"
+	insideGID = "1000"
+	agentPath = "/.subako/agent"
+	hostname  = "sandbox"
+)
+
+// releaseTop are the root entries a release provides besides usr.
+var releaseTop = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
+
+// releaseEtc are public, secret-free files of the release's own etc that
+// programs expect: CA certificates, the dynamic linker's cache, port and
+// protocol names, MIME types.
+var releaseEtc = []string{"ssl/certs", "ld.so.cache", "services", "protocols", "mime.types"}
+
+// fdTable hands files to bwrap. Sources are opened by the server, so bwrap
+// (running as the sandbox uid) never needs to reach them by path: the data
+// folder may sit under a directory only root can enter.
+type fdTable struct{ files []*os.File }
+
+func (t *fdTable) add(f *os.File) string {
+	t.files = append(t.files, f)
+	return strconv.Itoa(2 + len(t.files))
+}
+
+func (t *fdTable) open(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	return t.add(f), nil
+}
+
+// data returns an fd that reads content, for --ro-bind-data.
+func (t *fdTable) data(content string) (string, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", err
+	}
+	defer w.Close()
+	if _, err := w.WriteString(content); err != nil {
+		r.Close()
+		return "", err
+	}
+	return t.add(r), nil
+}
+
+func (t *fdTable) close() {
+	for _, f := range t.files {
+		f.Close()
+	}
+}
+
+// bwrapArgs builds the command line for one machine; the caller adds
+// --info-fd, --block-fd and the command.
+func bwrapArgs(fds *fdTable, releaseRoot, agent string, spec sandbox.Spec) ([]string, error) {
+	args := []string{
+		"--unshare-all", "--unshare-user", "--disable-userns",
+		"--die-with-parent", "--new-session",
+		"--uid", insideUID, "--gid", insideGID, "--hostname", hostname,
+		"--clearenv",
+		"--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"--setenv", "HOME", "/workspace", "--setenv", "USER", "sandbox", "--setenv", "LOGNAME", "sandbox",
+		"--setenv", "SHELL", "/bin/sh", "--setenv", "LANG", "C.UTF-8", "--setenv", "TERM", "dumb",
+		"--setenv", sandbox.AgentEnv, "1",
+	}
+	rel, err := releaseArgs(fds, releaseRoot)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, rel...)
+	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp")
+	etc, err := etcArgs(fds, releaseRoot, spec.Network)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, etc...)
+	mounts, err := mountArgs(fds, spec)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, mounts...)
+	agentFD, err := fds.open(agent)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	args = append(args, "--perms", "0755", "--dir", path.Dir(agentPath), "--ro-bind-fd", agentFD, agentPath)
+	// Everything but /workspace, /tmp and /dev/shm ends read-only.
+	return append(args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/workspace"), nil
+}
+
+func releaseArgs(fds *fdTable, root string) ([]string, error) {
+	usr, err := fds.open(filepath.Join(root, "usr"))
+	if err != nil {
+		return nil, fmt.Errorf("release root %s: %w", root, err)
+	}
+	args := []string{"--ro-bind-fd", usr, "/usr"}
+	for _, name := range releaseTop {
+		p := filepath.Join(root, name)
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, "--symlink", target, "/"+name)
+		case fi.IsDir():
+			fd, err := fds.open(p)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, "--ro-bind-fd", fd, "/"+name)
+		}
+	}
+	return args, nil
+}
+
+func mountArgs(fds *fdTable, spec sandbox.Spec) ([]string, error) {
+	ws, err := fds.open(spec.WorkspaceDir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	args := []string{"--bind-fd", ws, "/workspace", "--perms", "0755", "--dir", "/skills"}
+	names := make([]string, 0, len(spec.Skills))
+	for name := range spec.Skills {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		fd, err := fds.open(spec.Skills[name])
+		if err != nil {
+			return nil, fmt.Errorf("skill %s: %w", name, err)
+		}
+		args = append(args, "--ro-bind-fd", fd, "/skills/"+name)
+	}
+	return args, nil
+}
+
+// etcFiles is the generated /etc: one user, no secrets.
+func etcFiles(network string) map[string]string {
+	resolv := "# No internet: this sandbox has no network but its own loopback.\n"
+	if network == sandbox.NetworkUnrestricted {
+		resolv = "nameserver 10.0.2.3\n" // slirp4netns's built-in DNS forwarder
+	}
+	return map[string]string{
+		"passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n" +
+			"sandbox:x:" + insideUID + ":" + insideGID + ":sandbox:/workspace:/bin/sh\n" +
+			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group":         "root:x:0:\nsandbox:x:" + insideGID + ":\nnogroup:x:65534:\n",
+		"hosts":         "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + hostname + "\n",
+		"hostname":      hostname + "\n",
+		"resolv.conf":   resolv,
+		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
+	}
+}
+
+func etcArgs(fds *fdTable, root, network string) ([]string, error) {
+	args := []string{"--perms", "0755", "--dir", "/etc"}
+	files := etcFiles(network)
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		fd, err := fds.data(files[name])
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--perms", "0644", "--ro-bind-data", fd, "/etc/"+name)
+	}
+	args = append(args, "--perms", "0755", "--dir", "/etc/ssl", "--perms", "0755", "--dir", "/etc/alternatives")
+	for _, name := range releaseEtc {
+		if fd, err := fds.open(filepath.Join(root, "etc", name)); err == nil {
+			args = append(args, "--ro-bind-fd", fd, "/etc/"+name)
+		}
+	}
+	args = append(args, "--symlink", "/usr/share/zoneinfo/Etc/UTC", "/etc/localtime")
+	if _, err := os.Stat(filepath.Join(root, "usr/lib/os-release")); err == nil {
+		args = append(args, "--symlink", "../usr/lib/os-release", "/etc/os-release")
+	}
+	return append(args, alternativesArgs(root)...), nil
+}
+
+// alternativesArgs recreates Debian's /etc/alternatives links (awk, editor,
+// pager…), without which those commands would not be found. Only links into
+// the release's own folders are kept.
+func alternativesArgs(root string) []string {
+	dir := filepath.Join(root, "etc/alternatives")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var args []string
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil || !path.IsAbs(target) || !inRelease(target) {
+			continue
+		}
+		args = append(args, "--symlink", target, "/etc/alternatives/"+e.Name())
+	}
+	return args
+}
+
+func inRelease(p string) bool {
+	for _, top := range append([]string{"usr"}, releaseTop...) {
+		if strings.HasPrefix(p, "/"+top+"/") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,186 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/subako/subako/runtime/sandbox"
+)
+
+// errCgroupsUnavailable means the cgroup tree cannot be written (the server
+// is not root, or cgroups are mounted read-only): machines run without limits.
+var errCgroupsUnavailable = errors.New("cgroups not writable")
+
+// cgroups are one machine's cgroup folders: one per controller on v1
+// (memory, pids, cpu under <root>/<controller>/subako/<id>), one on v2
+// (<root>/subako/<id>). A nil *cgroups means "no limits" and is safe to use.
+type cgroups struct{ dirs []string }
+
+type limitFile struct{ controller, file, value string }
+
+func isV2(root string) bool {
+	_, err := os.Stat(filepath.Join(root, "cgroup.controllers"))
+	return err == nil
+}
+
+func newCgroups(root, id string, lim sandbox.Limits) (*cgroups, error) {
+	if lim == (sandbox.Limits{}) {
+		return nil, nil
+	}
+	v2 := isV2(root)
+	files := limitFiles(root, lim, v2)
+	if v2 {
+		if err := enableV2Controllers(root); err != nil {
+			return nil, err
+		}
+	}
+	cg := &cgroups{}
+	for _, f := range files {
+		dir := filepath.Join(root, f.controller, "subako", id)
+		if v2 {
+			dir = filepath.Join(root, "subako", id)
+		}
+		// Only ever create folders inside a mounted cgroup hierarchy.
+		if _, err := os.Stat(filepath.Join(root, f.controller, "cgroup.procs")); err != nil {
+			cg.remove()
+			return nil, fmt.Errorf("%w: no %q controller at %s", errCgroupsUnavailable, f.controller, root)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			cg.remove()
+			return nil, unavailable(err)
+		}
+		if !containsDir(cg.dirs, dir) {
+			cg.dirs = append(cg.dirs, dir)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.file), []byte(f.value), 0); err != nil {
+			cg.remove()
+			return nil, fmt.Errorf("local: cgroup %s: write %s=%s: %w", dir, f.file, f.value, err)
+		}
+	}
+	return cg, nil
+}
+
+func limitFiles(root string, lim sandbox.Limits, v2 bool) []limitFile {
+	var files []limitFile
+	mem, pids := strconv.FormatInt(lim.MemoryBytes, 10), strconv.FormatInt(lim.Pids, 10)
+	period := int64(100000)
+	quota := strconv.FormatInt(int64(lim.CPUPercent)*period/100, 10)
+	if v2 {
+		if lim.MemoryBytes > 0 {
+			files = append(files, limitFile{"", "memory.max", mem}, limitFile{"", "memory.swap.max", "0"})
+		}
+		if lim.Pids > 0 {
+			files = append(files, limitFile{"", "pids.max", pids})
+		}
+		if lim.CPUPercent > 0 {
+			files = append(files, limitFile{"", "cpu.max", quota + " " + strconv.FormatInt(period, 10)})
+		}
+		return files
+	}
+	if lim.MemoryBytes > 0 {
+		files = append(files, limitFile{"memory", "memory.limit_in_bytes", mem})
+	}
+	if lim.Pids > 0 {
+		files = append(files, limitFile{"pids", "pids.max", pids})
+	}
+	if lim.CPUPercent > 0 {
+		files = append(files, limitFile{"cpu", "cpu.cfs_period_us", strconv.FormatInt(period, 10)},
+			limitFile{"cpu", "cpu.cfs_quota_us", quota})
+	}
+	return files
+}
+
+// enableV2Controllers delegates memory, pids and cpu to <root>/subako.
+func enableV2Controllers(root string) error {
+	parent := filepath.Join(root, "subako")
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return unavailable(err)
+	}
+	for _, dir := range []string{root, parent} {
+		err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +pids +cpu"), 0)
+		if err != nil {
+			return unavailable(err)
+		}
+	}
+	return nil
+}
+
+func unavailable(err error) error {
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %v", errCgroupsUnavailable, err)
+	}
+	return fmt.Errorf("local: cgroups: %w", err)
+}
+
+func containsDir(dirs []string, dir string) bool {
+	for _, d := range dirs {
+		if d == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// add moves pid (and so everything it will start) into the cgroups.
+func (c *cgroups) add(pid int) error {
+	if c == nil {
+		return nil
+	}
+	for _, dir := range c.dirs {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("local: cgroup %s: add pid %d: %w", dir, pid, err)
+		}
+	}
+	return nil
+}
+
+// remove deletes the folders; the kernel refuses while a process is still
+// exiting, so it retries briefly.
+func (c *cgroups) remove() error {
+	if c == nil {
+		return nil
+	}
+	var last error
+	for _, dir := range c.dirs {
+		for try := 0; try < 50; try++ {
+			last = syscall.Rmdir(dir)
+			if last == nil || errors.Is(last, fs.ErrNotExist) {
+				last = nil
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if last != nil {
+		return fmt.Errorf("local: remove cgroup: %w", last)
+	}
+	return nil
+}
+
+// removeStaleCgroups clears folders left by a server that died: empty
+// cgroups can be removed, busy ones are refused by the kernel and kept.
+func removeStaleCgroups(root string) {
+	parents := []string{filepath.Join(root, "subako")}
+	if !isV2(root) {
+		parents = []string{filepath.Join(root, "memory/subako"), filepath.Join(root, "pids/subako"), filepath.Join(root, "cpu/subako")}
+	}
+	for _, parent := range parents {
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			info, err := e.Info()
+			// A young folder may belong to a sandbox another driver is
+			// starting right now, before its first process joined.
+			if err != nil || !e.IsDir() || strings.HasPrefix(e.Name(), "cgroup.") || time.Since(info.ModTime()) < time.Minute {
+				continue
+			}
+			syscall.Rmdir(filepath.Join(parent, e.Name()))
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package local
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/subako/subako/runtime/sandbox"
+)
+
+// fakeHierarchy lays out the files the kernel would show, in a temp folder.
+func fakeHierarchy(t *testing.T, v2 bool) string {
+	root := t.TempDir()
+	if v2 {
+		os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids"), 0o644)
+		os.WriteFile(filepath.Join(root, "cgroup.procs"), nil, 0o644)
+		return root
+	}
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		os.MkdirAll(filepath.Join(root, c), 0o755)
+		os.WriteFile(filepath.Join(root, c, "cgroup.procs"), nil, 0o644)
+	}
+	return root
+}
+
+func TestCgroupLimitsAreWrittenForV1AndV2(t *testing.T) {
+	lim := sandbox.Limits{MemoryBytes: 512 << 20, Pids: 256, CPUPercent: 150}
+	tests := []struct {
+		name  string
+		v2    bool
+		files map[string]string
+	}{
+		{"v1", false, map[string]string{
+			"memory/subako/s1/memory.limit_in_bytes": "536870912",
+			"pids/subako/s1/pids.max":                "256",
+			"cpu/subako/s1/cpu.cfs_period_us":        "100000",
+			"cpu/subako/s1/cpu.cfs_quota_us":         "150000",
+		}},
+		{"v2", true, map[string]string{
+			"cgroup.subtree_control":        "+memory +pids +cpu",
+			"subako/cgroup.subtree_control": "+memory +pids +cpu",
+			"subako/s1/memory.max":          "536870912",
+			"subako/s1/memory.swap.max":     "0",
+			"subako/s1/pids.max":            "256",
+			"subako/s1/cpu.max":             "150000 100000",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := fakeHierarchy(t, tc.v2)
+			cg, err := newCgroups(root, "s1", lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for file, want := range tc.files {
+				if got, _ := os.ReadFile(filepath.Join(root, file)); string(got) != want {
+					t.Errorf("%s = %q, want %q", file, got, want)
+				}
+			}
+			if err := cg.add(4242); err != nil {
+				t.Fatal(err)
+			}
+			procs, _ := os.ReadFile(filepath.Join(cg.dirs[0], "cgroup.procs"))
+			if string(procs) != "4242" {
+				t.Errorf("cgroup.procs = %q", procs)
+			}
+		})
+	}
+}
+
+func TestNoCgroupHierarchyMeansNoLimits(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "not-cgroups")
+	_, err := newCgroups(root, "s1", sandbox.Limits{Pids: 10})
+	if !errors.Is(err, errCgroupsUnavailable) {
+		t.Fatalf("error = %v, want errCgroupsUnavailable", err)
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Error("folders were created outside a cgroup hierarchy")
+	}
+	if cg, err := newCgroups(root, "s1", sandbox.Limits{}); cg != nil || err != nil {
+		t.Errorf("no limits: %v, %v; want nothing to do", cg, err)
+	}
+}

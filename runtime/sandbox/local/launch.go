@@ -1,0 +1,141 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/subako/subako/runtime/sandbox"
+)
+
+// launch starts bwrap blocked before the agent runs, puts the sandbox into
+// its cgroups and network, then lets it go and waits for the agent's hello.
+func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, spec sandbox.Spec, cg *cgroups) (*Machine, error) {
+	fds := &fdTable{}
+	defer fds.close()
+	args, err := bwrapArgs(fds, releaseRoot, agent, spec)
+	if err != nil {
+		return nil, err
+	}
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer infoR.Close()
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		infoW.Close()
+		return nil, err
+	}
+	defer blockW.Close()
+	args = append(args, "--info-fd", fds.add(infoW), "--block-fd", fds.add(blockR), agentPath)
+
+	m, err := d.startBwrap(bwrap, args, fds, spec.ID, cg)
+	fds.close() // the child has its copies; ours would keep pipes open
+	if err != nil {
+		return nil, err
+	}
+	if err := d.setUp(ctx, m, infoR, blockW, spec); err != nil {
+		m.Stop()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (d *Driver) startBwrap(bwrap string, args []string, fds *fdTable, id string, cg *cgroups) (*Machine, error) {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return nil, err
+	}
+	m := &Machine{id: id, cg: cg, stderr: &tailBuffer{}, exited: make(chan struct{}), pidfd: -1}
+	cmd := exec.Command(bwrap, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, m.stderr
+	cmd.ExtraFiles = fds.files
+	cmd.Env = []string{}
+	if d.root {
+		uid, gid := d.ids()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+	}
+	err = cmd.Start()
+	stdinR.Close()
+	stdoutW.Close()
+	if err != nil {
+		stdinW.Close()
+		stdoutR.Close()
+		return nil, fmt.Errorf("run bwrap: %w", err)
+	}
+	m.cmd = cmd
+	m.client = sandbox.NewAgentClient(stdoutR, stdinW)
+	go func() {
+		cmd.Wait()
+		stdoutR.Close()
+		close(m.exited)
+	}()
+	return m, nil
+}
+
+func (d *Driver) setUp(ctx context.Context, m *Machine, infoR, blockW *os.File, spec sandbox.Spec) error {
+	pid, err := readChildPID(ctx, infoR)
+	if err != nil {
+		return fmt.Errorf("bwrap did not start (%s): %w", m.stderr.String(), err)
+	}
+	m.childPID = pid
+	// The sandbox is blocked, so the pid cannot have been reused yet: the
+	// pidfd lets Stop kill exactly this process later.
+	if m.pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
+		return fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	if err := m.cg.add(pid); err != nil {
+		return err
+	}
+	if _, err := blockW.Write([]byte{1}); err != nil {
+		return fmt.Errorf("release the sandbox (%s): %w", m.stderr.String(), err)
+	}
+	if err := m.client.Ready(ctx); err != nil {
+		return fmt.Errorf("agent (%s): %w", m.stderr.String(), err)
+	}
+	// bwrap reports child-pid before its user namespaces are fully set up;
+	// once the agent said hello they are, and no command runs before Start
+	// returns, so the network is in place for the first exec.
+	if spec.Network == sandbox.NetworkUnrestricted {
+		slirp, err := d.startSlirp(ctx, pid)
+		if err != nil {
+			return err
+		}
+		m.slirp = slirp
+	}
+	return nil
+}
+
+// readChildPID reads bwrap's --info-fd report: the sandbox's PID 1 as the
+// host sees it.
+func readChildPID(ctx context.Context, r *os.File) (int, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(15 * time.Second)
+	}
+	r.SetReadDeadline(deadline)
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(r).Decode(&info); err != nil {
+		return 0, fmt.Errorf("read bwrap info: %w", err)
+	}
+	if info.ChildPID <= 0 {
+		return 0, errors.New("bwrap info has no child-pid")
+	}
+	return info.ChildPID, nil
+}

@@ -1,0 +1,165 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/subako/subako/runtime/sandbox/archive"
+)
+
+// ErrNotRetired is returned by DeleteArchive for a sandbox that is not
+// retired; the API answers 409.
+var ErrNotRetired = errors.New("sandbox: the archive can only be deleted once the sandbox is retired")
+
+// Tick suspends sandboxes idle for IdleTimeout and retires sandboxes
+// suspended for RetireAfter. The lead calls it every few seconds. Timers are
+// derived from the records' timestamps, so a restart resumes them.
+func (m *Manager) Tick(ctx context.Context) error {
+	m.mu.Lock()
+	boxes := make([]*box, 0, len(m.boxes))
+	for _, b := range m.boxes {
+		boxes = append(boxes, b)
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, b := range boxes {
+		b.mu.Lock()
+		idle := b.machine != nil && b.active == 0 && !m.now().Before(b.rec.LastActiveAt.Add(m.cfg.IdleTimeout))
+		if idle {
+			errs = append(errs, m.suspendLocked(ctx, b, m.now()))
+		}
+		b.mu.Unlock()
+	}
+	suspended, err := m.cfg.Store.ListByState(ctx, StateSuspended)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("sandbox: list suspended: %w", err))...)
+	}
+	for _, rec := range suspended {
+		if !m.now().Before(rec.SuspendedAt.Add(m.cfg.RetireAfter)) {
+			errs = append(errs, m.retire(ctx, rec))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// retire removes a suspended sandbox's folders; only its archive is left.
+func (m *Manager) retire(ctx context.Context, stored Record) error {
+	b := m.adopt(stored)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gone || b.machine != nil || b.rec.State != StateSuspended {
+		return nil // an exec woke it meanwhile
+	}
+	rec := b.rec
+	if rec.ArchiveError != "" {
+		// The folder is newer than the archive; try once more before it goes.
+		m.archiveInto(ctx, &rec, m.now())
+	}
+	if err := os.RemoveAll(m.machineDir(rec.ID)); err != nil {
+		return fmt.Errorf("sandbox: retire %s: %w", rec.ID, err)
+	}
+	rec.State, rec.RetiredAt = StateRetired, m.now()
+	if err := m.cfg.Store.Put(ctx, rec); err != nil {
+		return fmt.Errorf("sandbox: record retirement of %s: %w", rec.ID, err)
+	}
+	b.rec = rec
+	m.forget(b)
+	m.notify(rec)
+	return nil
+}
+
+// Recover runs once at server start, before any exec: sandboxes a crashed or
+// restarted server left running died with it; their workspace folders are
+// still on disk, so they are archived and recorded as suspended. Their
+// machine time ends at their last activity plus IdleTimeout at the latest.
+func (m *Manager) Recover(ctx context.Context) error {
+	running, err := m.cfg.Store.ListByState(ctx, StateRunning)
+	if err != nil {
+		return fmt.Errorf("sandbox: list running: %w", err)
+	}
+	var errs []error
+	for _, rec := range running {
+		b := m.adopt(rec)
+		b.mu.Lock()
+		if b.machine == nil && b.rec.State == StateRunning {
+			until := b.rec.LastActiveAt.Add(m.cfg.IdleTimeout)
+			if now := m.now(); now.Before(until) {
+				until = now
+			}
+			errs = append(errs, m.suspendLocked(ctx, b, until))
+		}
+		b.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// Suspend suspends one running sandbox now (for example when its session
+// ends); a sandbox that is not running is left as it is.
+func (m *Manager) Suspend(ctx context.Context, sessionID, grant string) error {
+	m.mu.Lock()
+	b, ok := m.boxes[boxKey(sessionID, grant)]
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.machine == nil {
+		return nil
+	}
+	return m.suspendLocked(ctx, b, m.now())
+}
+
+// Close suspends every running sandbox, for a clean shutdown.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	boxes := make([]*box, 0, len(m.boxes))
+	for _, b := range m.boxes {
+		boxes = append(boxes, b)
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, b := range boxes {
+		b.mu.Lock()
+		if b.machine != nil {
+			errs = append(errs, m.suspendLocked(ctx, b, m.now()))
+		}
+		b.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// OpenArchive returns a sandbox's archive (tar + gzip) for download.
+func (m *Manager) OpenArchive(ctx context.Context, id string) (io.ReadCloser, archive.Info, error) {
+	return m.cfg.Archives.Open(ctx, id)
+}
+
+// DeleteArchive deletes a retired sandbox's archive; its next exec starts
+// with an empty /workspace.
+func (m *Manager) DeleteArchive(ctx context.Context, id string) error {
+	stored, err := m.cfg.Store.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("sandbox: delete archive of %s: %w", id, err)
+	}
+	b := m.adopt(stored)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gone || b.rec.ID != id || b.rec.State != StateRetired {
+		return ErrNotRetired
+	}
+	if err := m.cfg.Archives.Delete(ctx, id); err != nil {
+		return err
+	}
+	rec := b.rec
+	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveError = 0, time.Time{}, ""
+	if err := m.cfg.Store.Put(ctx, rec); err != nil {
+		return fmt.Errorf("sandbox: record archive deletion of %s: %w", id, err)
+	}
+	b.rec = rec
+	m.notify(rec)
+	return nil
+}

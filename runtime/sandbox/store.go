@@ -1,0 +1,112 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+)
+
+// State is where a sandbox is in its lifecycle.
+type State string
+
+// A sandbox is running from its first exec, suspended (stopped, /workspace
+// archived) after IdleTimeout without an exec, and retired (its folders
+// removed, only the archive left) after RetireAfter suspended.
+const (
+	StateRunning   State = "running"
+	StateSuspended State = "suspended"
+	StateRetired   State = "retired"
+)
+
+// Record is a sandbox's persisted state; the lead stores it with gorm.
+type Record struct {
+	ID        string `json:"id"`
+	SessionID string `json:"session_id"`
+	Grant     string `json:"grant"`
+	Release   string `json:"release"`
+	Network   string `json:"network"`
+	State     State  `json:"state"`
+	// Error is the last start or machine failure, empty once it starts again.
+	Error        string    `json:"error,omitempty"`
+	StartedAt    time.Time `json:"started_at,omitzero"`
+	LastActiveAt time.Time `json:"last_active_at,omitzero"`
+	SuspendedAt  time.Time `json:"suspended_at,omitzero"`
+	RetiredAt    time.Time `json:"retired_at,omitzero"`
+	// MachineSeconds adds up every run from start to suspension, idle
+	// minutes included: what the machine is billed for.
+	MachineSeconds float64   `json:"machine_seconds"`
+	ArchiveBytes   int64     `json:"archive_bytes"`
+	ArchiveAt      time.Time `json:"archive_at,omitzero"`
+	// ArchiveError is why the last archiving failed; the previous archive
+	// (ArchiveBytes, ArchiveAt) is still the one kept.
+	ArchiveError string `json:"archive_error,omitempty"`
+}
+
+// ErrNotFound is returned by a Store for an unknown sandbox.
+var ErrNotFound = errors.New("sandbox: not found")
+
+// Store persists Records. Put must be durable when it returns: the manager
+// acknowledges a state change only after Put.
+type Store interface {
+	Get(ctx context.Context, id string) (Record, error)
+	// FindBySession returns the sandbox of one grant in one session.
+	FindBySession(ctx context.Context, sessionID, grant string) (Record, error)
+	ListByState(ctx context.Context, state State) ([]Record, error)
+	Put(ctx context.Context, rec Record) error
+}
+
+// MemStore is a Store in memory, for tests and for trying things out.
+type MemStore struct {
+	mu   sync.Mutex
+	recs map[string]Record
+}
+
+// NewMemStore returns an empty MemStore.
+func NewMemStore() *MemStore { return &MemStore{recs: map[string]Record{}} }
+
+// Get implements Store.
+func (s *MemStore) Get(_ context.Context, id string) (Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.recs[id]
+	if !ok {
+		return Record{}, ErrNotFound
+	}
+	return rec, nil
+}
+
+// FindBySession implements Store.
+func (s *MemStore) FindBySession(_ context.Context, sessionID, grant string) (Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rec := range s.recs {
+		if rec.SessionID == sessionID && rec.Grant == grant {
+			return rec, nil
+		}
+	}
+	return Record{}, ErrNotFound
+}
+
+// ListByState implements Store, oldest first.
+func (s *MemStore) ListByState(_ context.Context, state State) ([]Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Record
+	for _, rec := range s.recs {
+		if rec.State == state {
+			out = append(out, rec)
+		}
+	}
+	slices.SortFunc(out, func(a, b Record) int { return a.StartedAt.Compare(b.StartedAt) })
+	return out, nil
+}
+
+// Put implements Store.
+func (s *MemStore) Put(_ context.Context, rec Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs[rec.ID] = rec
+	return nil
+}
