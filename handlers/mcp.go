@@ -33,8 +33,8 @@ type mcpPrincipalKey struct{}
 // means nothing on another's URL.
 func (m *MCP) Serve(c echo.Context) error {
 	id := c.Param("session")
-	// Checked and recorded like any verb: a session token reaches its own session only.
-	if _, err := m.h.RT.SessionGet(ctx(c), principal(c), id); err != nil {
+	// A session token reaches its own session only; the verbs inside are recorded.
+	if err := m.h.RT.AuthorizeSession(ctx(c), principal(c), id); err != nil {
 		return err
 	}
 	req := c.Request().WithContext(context.WithValue(ctx(c), mcpPrincipalKey{}, principal(c)))

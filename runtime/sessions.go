@@ -229,3 +229,18 @@ func (r *Runtime) Authenticate(ctx context.Context, secret string) (Principal, e
 	}
 	return r.AuthenticateToken(ctx, secret)
 }
+
+// AuthorizeSession checks that p may reach a session at all, for transports
+// (the MCP endpoint) whose every HTTP request is not an action of its own: the
+// verbs they carry (Session.tools, ToolCall.create) are checked and recorded.
+func (r *Runtime) AuthorizeSession(ctx context.Context, p Principal, id string) error {
+	if !p.Can("Session.get") {
+		return &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied",
+			Detail: p.Label + " may not Session.get", MissingPermission: "Session.get"}
+	}
+	s, err := r.loadSession(ctx, p, id)
+	if err == nil && s.State != SessionActive {
+		return conflict("session_ended", "the session has ended")
+	}
+	return err
+}
