@@ -35,8 +35,17 @@ check:
 	@git diff --exit-code -- go.mod go.sum || { echo "go mod tidy changed go.mod/go.sum: commit them"; exit 1; }
 	@! $(GO) list -deps ./runtime/... | grep -E 'labstack/echo|a-h/templ|subako/(handlers|views|web)$$' || { echo "runtime imports the web layer"; exit 1; }
 
+# What the tests start for real: Chromium, bubblewrap and slirp4netns (Debian),
+# and the reference MCP server (npm). Installed only when missing.
+MCP_TEST_SERVER := runtime/mcpclient/testdata/server-everything
 deps:
-	@command -v chromium >/dev/null || { echo "installing chromium for the browser tests"; apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	command -v slirp4netns >/dev/null || missing="$$missing slirp4netns"; \
+	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	if [ -n "$$missing" ]; then echo "installing$$missing"; apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; fi
+	@test -d $(MCP_TEST_SERVER)/node_modules || { echo "installing the MCP test server (npm ci)"; npm ci --prefix $(MCP_TEST_SERVER) --no-audit --no-fund --loglevel=error; }
 
 clean:
 	rm -rf bin build
