@@ -34,13 +34,16 @@ func (h *Handlers) Dashboard(c echo.Context) error {
 // Audit lists Actions with filters.
 func (h *Handlers) Audit(c echo.Context) error {
 	p := principal(c)
+	// Reads are recorded too, but they drown the changes people look for:
+	// the page shows them only when asked.
+	reads := c.QueryParam("reads") == "on"
 	f := runtime.ActionFilter{Verb: c.QueryParam("verb"), By: c.QueryParam("by"), Verdict: c.QueryParam("verdict"),
-		Before: c.QueryParam("before"), Limit: 50}
+		Before: c.QueryParam("before"), Limit: 50, Changes: !reads && c.QueryParam("verb") == ""}
 	acts, err := h.RT.ActionList(ctx(c), p, f)
 	if err != nil {
 		return err
 	}
-	view := pages.AuditFilter{Verb: f.Verb, By: f.By, Verdict: f.Verdict}
+	view := pages.AuditFilter{Verb: f.Verb, By: f.By, Verdict: f.Verdict, Reads: reads}
 	if people, err := h.RT.UserList(ctx(c), p); err == nil {
 		for _, u := range people {
 			view.People = append(view.People, u.Email)
@@ -48,6 +51,9 @@ func (h *Handlers) Audit(c echo.Context) error {
 	}
 	if len(acts) == f.Limit {
 		q := url.Values{"verb": {f.Verb}, "by": {f.By}, "verdict": {f.Verdict}, "before": {acts[len(acts)-1].ID}}
+		if reads {
+			q.Set("reads", "on")
+		}
 		view.Next = "/audit?" + q.Encode()
 	}
 	return render(c, http.StatusOK, pages.AuditPage(h.shell(c, "Audit", "audit"), view, actionRows(acts)))

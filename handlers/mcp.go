@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,7 +136,9 @@ func callResult(call runtime.ToolCallView) *mcp.CallToolResult {
 		Content    json.RawMessage `json:"content"`
 	}
 	res := &mcp.CallToolResult{}
-	if json.Unmarshal(call.Output, &mcpOut) == nil && mcpOut.Content != nil {
+	// Only an MCP server's output has the server's own content; other tools'
+	// JSON may well have a "content" field of its own (a file's content).
+	if strings.HasPrefix(call.Tool, "mcp__") && json.Unmarshal(call.Output, &mcpOut) == nil && mcpOut.Content != nil {
 		res.Content = []mcp.Content{&mcp.TextContent{Text: mcpOut.Text}}
 		if len(mcpOut.Structured) > 0 && string(mcpOut.Structured) != "null" {
 			res.StructuredContent = mcpOut.Structured

@@ -187,9 +187,11 @@ type Client struct {
 	LastSeenAt  time.Time
 }
 
-// MCPDiscovery caches an MCP server's tools/list by URL.
+// MCPDiscovery caches an MCP server's tools/list by URL and the credential
+// that discovered it ("" for none).
 type MCPDiscovery struct {
 	URL          string `gorm:"primaryKey;column:url"`
+	CredentialID string `gorm:"primaryKey"`
 	Tools        string
 	Error        string
 	DiscoveredAt time.Time
@@ -252,4 +254,31 @@ type UsageRecord struct {
 	Credits   float64
 	StartedAt time.Time
 	EndedAt   time.Time
+}
+
+// FunctionModule is the WebAssembly module of one installed function package,
+// apart from FunctionPackage so that listing packages never reads the code.
+type FunctionModule struct {
+	PackageID string `gorm:"primaryKey"`
+	Wasm      []byte
+}
+
+// Sandbox is a session's machine for one sandbox grant: its lifecycle state,
+// its timestamps (the timers are derived from them) and its archive's size.
+type Sandbox struct {
+	ID             string `gorm:"primaryKey"`
+	SessionID      string
+	GrantName      string
+	ReleaseName    string
+	Network        string
+	State          string
+	Error          string
+	StartedAt      *time.Time
+	LastActiveAt   *time.Time
+	SuspendedAt    *time.Time
+	RetiredAt      *time.Time
+	MachineSeconds float64
+	ArchiveBytes   int64
+	ArchiveAt      *time.Time
+	ArchiveError   string
 }

@@ -14,9 +14,10 @@ type Event struct {
 
 // hub fans events out to in-process subscribers (waiting calls, live pages).
 type hub struct {
-	mu   sync.Mutex
-	next int
-	subs map[int]chan Event
+	mu     sync.Mutex
+	next   int
+	subs   map[int]chan Event
+	closed bool
 }
 
 func newHub() *hub { return &hub{subs: map[int]chan Event{}} }
@@ -31,6 +32,10 @@ func (r *Runtime) Subscribe() (<-chan Event, func()) {
 	id := h.next
 	h.next++
 	ch := make(chan Event, 64)
+	if h.closed {
+		close(ch)
+		return ch, func() {}
+	}
 	h.subs[id] = ch
 	return ch, func() {
 		h.mu.Lock()
@@ -51,5 +56,18 @@ func (r *Runtime) publish(e Event) {
 		case ch <- e:
 		default:
 		}
+	}
+}
+
+// CloseEvents ends every subscription: live pages' streams see their channel
+// close and finish, so a server shutting down does not wait on them.
+func (r *Runtime) CloseEvents() {
+	h := r.events
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for id, ch := range h.subs {
+		delete(h.subs, id)
+		close(ch)
 	}
 }

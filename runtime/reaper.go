@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/subako/subako/models"
 )
 
@@ -46,15 +48,27 @@ func (r *Runtime) Reap(ctx context.Context) {
 	var expired []models.Approval
 	r.db.WithContext(ctx).Where("state = ? AND expires_at <= ?", ApprovalPending, now).Find(&expired)
 	for _, ap := range expired {
-		res := r.db.WithContext(ctx).Model(&models.Approval{}).Where("id = ? AND state = ?", ap.ID, ApprovalPending).
-			Updates(map[string]any{"state": ApprovalExpired, "decided_at": now, "reason": "approval expired"})
-		if res.RowsAffected != 1 {
+		// The approval and its call change together, or not at all: a crash
+		// between the two would leave a call waiting on an expired approval.
+		expiredNow := false
+		err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			res := tx.Model(&models.Approval{}).Where("id = ? AND state = ?", ap.ID, ApprovalPending).
+				Updates(map[string]any{"state": ApprovalExpired, "decided_at": now, "reason": "approval expired"})
+			if res.Error != nil || res.RowsAffected != 1 {
+				return res.Error
+			}
+			expiredNow = true
+			return tx.Model(&models.ToolCall{}).Where("id = ? AND status = ?", ap.ToolCallID, CallAwaitingApproval).
+				Updates(map[string]any{"status": CallRefused, "reason": "approval expired", "finished_at": now}).Error
+		})
+		if err != nil {
+			r.opts.Log.Error("runtime: expire approval", "approval", ap.ID, "err", err)
 			continue
 		}
-		r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", ap.ToolCallID, CallAwaitingApproval).
-			Updates(map[string]any{"status": CallRefused, "reason": "approval expired", "finished_at": now})
-		r.publish(Event{Kind: "approval", ID: ap.ToolCallID, SessionID: ap.SessionID, State: ApprovalExpired})
-		r.publish(Event{Kind: "call", ID: ap.ToolCallID, SessionID: ap.SessionID, State: CallRefused})
+		if expiredNow {
+			r.publish(Event{Kind: "approval", ID: ap.ToolCallID, SessionID: ap.SessionID, State: ApprovalExpired})
+			r.publish(Event{Kind: "call", ID: ap.ToolCallID, SessionID: ap.SessionID, State: CallRefused})
+		}
 	}
 	var stale []models.ToolCall
 	r.db.WithContext(ctx).Where("status = ? AND started_at <= ?", CallWaitingClient, now.Add(-r.opts.ClientTimeout)).Find(&stale)

@@ -100,6 +100,7 @@ func (r *Runtime) Close() {
 	if r.stop != nil {
 		r.stop()
 	}
+	r.CloseEvents()
 	r.mcp.Close()
 }
 

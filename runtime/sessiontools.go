@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/subako/subako/models"
-	"github.com/subako/subako/runtime/mcpclient"
 	"github.com/subako/subako/runtime/tools"
 )
 
@@ -95,23 +94,25 @@ func findGrant[G any](gs []G, name string, nameOf func(G) string) G {
 	return zero
 }
 
-// discover returns an MCP server's tools, from the cache unless refresh is
-// asked or nothing is cached, discovering with the session's credential.
+// discover returns an MCP server's tools as this session's credential sees
+// them: from the cache of that (URL, credential) unless refresh is asked or
+// nothing is cached. A session never sees a list another credential discovered.
 func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh bool) ([]tools.ToolDef, bool) {
+	credID, attach, err := r.attacherFor(ctx, sessionID, url)
+	if err != nil {
+		r.opts.Log.Error("runtime: credential for discovery", "session", sessionID, "err", err)
+		return nil, false
+	}
 	var d models.MCPDiscovery
-	cached := r.db.WithContext(ctx).First(&d, "url = ?", url).Error == nil
+	cached := r.db.WithContext(ctx).First(&d, "url = ? AND credential_id = ?", url, credID).Error == nil
 	if cached && !refresh && d.Error == "" {
 		var defs []tools.ToolDef
 		if json.Unmarshal([]byte(d.Tools), &defs) == nil {
 			return defs, true
 		}
 	}
-	credID, attach, err := r.attacherFor(ctx, sessionID, url)
-	var found []mcpclient.Tool
-	if err == nil {
-		found, err = r.mcp.Discover(ctx, url, credID, attach)
-	}
-	d = models.MCPDiscovery{URL: url, Tools: "[]", DiscoveredAt: r.now()}
+	found, err := r.mcp.Discover(ctx, url, credID, attach)
+	d = models.MCPDiscovery{URL: url, CredentialID: credID, Tools: "[]", DiscoveredAt: r.now()}
 	var defs []tools.ToolDef
 	if err != nil {
 		d.Error = truncate(err.Error(), 1000)
@@ -139,11 +140,12 @@ func redactURL(u string) string {
 	return u
 }
 
-// DiscoveryFor returns the cached tools of MCP URLs, for the version editor.
+// discoveredByURL returns, for the version editor, the latest tools any
+// session discovered at each URL: the operator's view of the version.
 func (r *Runtime) discoveredByURL(ctx context.Context, urls []string) map[string][]tools.ToolDef {
 	out := map[string][]tools.ToolDef{}
 	var ds []models.MCPDiscovery
-	r.db.WithContext(ctx).Where("url IN ? AND error = ''", urls).Find(&ds)
+	r.db.WithContext(ctx).Where("url IN ? AND error = ''", urls).Order("discovered_at").Find(&ds)
 	for _, d := range ds {
 		var defs []tools.ToolDef
 		if json.Unmarshal([]byte(d.Tools), &defs) == nil {

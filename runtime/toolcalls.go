@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"gorm.io/gorm"
@@ -31,11 +33,13 @@ var openStatuses = []string{CallQueued, CallRunning, CallAwaitingApproval, CallW
 
 func finalStatus(s string) bool { return s == CallSucceeded || s == CallFailed || s == CallRefused }
 
-// Limits of a call's record and input.
+// Limits of a call's input and output. The input is kept whole (the executor
+// runs what was asked, e.g. a sandbox's 1 MiB stdin); an output past
+// maxOutputBytes is cut and marked, and the caller is told.
 const (
-	maxRecorded   = 64 << 10 // input and output kept in the call log
-	maxInputBytes = 2 << 20  // a larger input is refused outright
-	maxWait       = 10 * time.Minute
+	maxOutputBytes = 1 << 20
+	maxInputBytes  = 2 << 20 // a larger input is refused outright
+	maxWait        = 10 * time.Minute
 )
 
 // ToolCallInput is ToolCall.create's body.
@@ -101,10 +105,10 @@ func recordedJSON(s string, truncated bool) json.RawMessage {
 }
 
 func clip(s string) (string, bool) {
-	if len(s) <= maxRecorded {
+	if len(s) <= maxOutputBytes {
 		return s, false
 	}
-	return s[:maxRecorded], true
+	return s[:maxOutputBytes], true
 }
 
 // ToolCallCreate is ToolCall.create: resolve the tool, check the input against
@@ -160,9 +164,8 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 	if err != nil {
 		return models.ToolCall{}, err
 	}
-	rec, truncated := clip(string(input))
 	call := models.ToolCall{ID: newID("call"), SessionID: s.ID, VersionID: s.VersionID, Tool: t.Name, Kind: t.Kind,
-		GrantName: t.Grant, ToolName: t.Tool.Tool, Input: rec, InputTruncated: truncated, Model: truncate(in.Model, 200),
+		GrantName: t.Grant, ToolName: t.Tool.Tool, Input: string(input), Model: truncate(in.Model, 200),
 		ByKind: string(p.Kind), ByID: p.ID, ByLabel: p.Label, Client: t.Client, CreatedAt: r.now()}
 	policy, source := r.policyFor(ctx, s.ID, t)
 	call.Verdict, call.PolicySource = policy, source
@@ -256,15 +259,31 @@ func checkInput(t offered, raw json.RawMessage) (json.RawMessage, error) {
 		return raw, nil
 	}
 	if err := resolved.Validate(v); err != nil {
-		return nil, invalid("input", "invalid_input", fmt.Sprintf("input does not match %s's schema: %s", t.Name, schemaMessage(err)))
+		field, msg := schemaMessage(err)
+		return nil, invalid(field, "invalid_input", fmt.Sprintf("input does not match %s's schema: %s", t.Name, msg))
 	}
 	return raw, nil
 }
 
-func schemaMessage(err error) string {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "validating root: ")
-	return strings.ReplaceAll(msg, "validating /properties/", "")
+// schemaKeywords start a validator message about the whole input rather than a property.
+var schemaKeywords = map[string]bool{"required": true, "type": true, "additionalProperties": true, "minProperties": true,
+	"maxProperties": true, "allOf": true, "anyOf": true, "oneOf": true, "not": true, "enum": true, "const": true}
+
+var longQuoted = regexp.MustCompile(`"[^"]{60,}"`)
+
+// schemaMessage turns the validator's message into the field it concerns
+// (input.command) and a sentence that does not repeat a long value back.
+func schemaMessage(err error) (field, msg string) {
+	msg = strings.TrimPrefix(err.Error(), "validating root: ")
+	msg = strings.ReplaceAll(msg, "validating /properties/", "")
+	msg = longQuoted.ReplaceAllStringFunc(msg, func(q string) string {
+		return fmt.Sprintf("%s…\" (%d characters)", q[:30], utf8.RuneCountInString(q)-2)
+	})
+	field = "input"
+	if prop, _, ok := strings.Cut(msg, ": "); ok && !schemaKeywords[prop] && !strings.ContainsAny(prop, " \"") {
+		field = "input." + prop
+	}
+	return field, msg
 }
 
 // waitCall waits until the call is final or d passes, then returns it.

@@ -123,11 +123,14 @@ func TestMCPCallsCarryTheVaultCredential(t *testing.T) {
 	if st != 200 || c.Status != "refused" || c.Verdict != "deny" {
 		t.Fatalf("denied tool: %d %+v", st, c)
 	}
-	// Once discovered, the tools are known for the version, but a session
-	// without the vault still cannot call them: the server refuses it.
-	st, c = w.call(bare.Token, bare.ID, "mcp__everything__echo", map[string]any{"message": "x"}, 10)
-	if st != 200 || c.Status != "failed" || !strings.Contains(c.Error, "401") {
-		t.Fatalf("echo without the credential: %d %+v", st, c)
+	// What the vault's credential discovered is not offered to a session
+	// without it: that session still has no MCP tools, and calling one is unknown.
+	if tools := w.offered(bare.Token, bare.ID); len(tools) != 2 {
+		t.Fatalf("a session without the vault sees another credential's tools: %v", tools)
+	}
+	var p problem
+	if st := w.api(bare.Token, "POST", "/sessions/"+bare.ID+"/tool_calls", map[string]any{"tool": "mcp__everything__echo", "input": map[string]any{"message": "x"}}, &p); st != 404 || p.Code != "unknown_tool" {
+		t.Fatalf("echo without the credential: %d %+v", st, p)
 	}
 }
 
