@@ -1,0 +1,347 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/tools"
+	"github.com/subako/subako/views/pages"
+)
+
+// maxVaultSlots bounds the ordered vault pickers of the New session form.
+const maxVaultSlots = 6
+
+// Sessions lists sessions with the form to start one.
+func (h *Handlers) Sessions(c echo.Context) error {
+	return h.sessionsPage(c, http.StatusOK, pages.SessionForm{})
+}
+
+func (h *Handlers) sessionsPage(c echo.Context, status int, f pages.SessionForm) error {
+	p := principal(c)
+	ss, err := h.RT.SessionList(ctx(c), p, runtime.SessionFilter{})
+	if err != nil {
+		return err
+	}
+	page := pages.SessionsPage{Form: f, CanCreate: p.Can("Session.create")}
+	agents, versions, err := h.publishedVersions(c, &page)
+	if err != nil {
+		return err
+	}
+	vaults, err := h.RT.VaultList(ctx(c), p)
+	if err != nil {
+		return err
+	}
+	vaultNames := map[string]string{}
+	for _, v := range vaults {
+		vaultNames[v.ID] = v.Name
+		page.Vaults = append(page.Vaults, pages.Option{Value: v.ID, Label: v.Name})
+	}
+	page.Slots = max(min(len(page.Vaults), maxVaultSlots), len(f.Vaults))
+	for _, s := range ss {
+		row := pages.SessionRow{ID: s.ID, Title: s.Title, AgentID: s.Agent, Agent: nameOr(agents[s.Agent], s.Agent),
+			VersionID: s.Version, Version: fmt.Sprintf("Version %d", versions[s.Version]), State: s.State, Created: fmtTime(s.CreatedAt)}
+		for _, id := range s.Vaults {
+			row.Vaults = append(row.Vaults, nameOr(vaultNames[id], id))
+		}
+		page.Rows = append(page.Rows, row)
+	}
+	return render(c, status, pages.Sessions(h.shell(c, "Sessions", "sessions"), page))
+}
+
+// publishedVersions names agents and numbers versions for the list, and
+// offers every published version (across agents) to the New session form.
+func (h *Handlers) publishedVersions(c echo.Context, page *pages.SessionsPage) (map[string]string, map[string]int, error) {
+	p := principal(c)
+	agents, err := h.RT.AgentList(ctx(c), p)
+	if err != nil {
+		return nil, nil, err
+	}
+	names, numbers := map[string]string{}, map[string]int{}
+	for _, a := range agents {
+		names[a.ID] = a.Name
+		vs, err := h.RT.VersionList(ctx(c), p, a.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, v := range vs {
+			numbers[v.ID] = v.Number
+			if v.State == runtime.StatePublished {
+				page.Versions = append(page.Versions, pages.Option{Value: v.ID, Label: fmt.Sprintf("%s · version %d", a.Name, v.Number)})
+			}
+		}
+	}
+	return names, numbers, nil
+}
+
+func nameOr(name, id string) string {
+	if name == "" {
+		return id
+	}
+	return name
+}
+
+// CreateSession starts a session and shows its token once, on its page.
+func (h *Handlers) CreateSession(c echo.Context) error {
+	form, err := c.FormParams()
+	if err != nil {
+		return err
+	}
+	var vaults []string
+	for _, v := range form["vaults"] {
+		if v != "" {
+			vaults = append(vaults, v)
+		}
+	}
+	in := runtime.SessionCreateInput{Version: form.Get("version"), Vaults: vaults, Title: form.Get("title")}
+	s, err := h.RT.SessionCreate(ctx(c), principal(c), in)
+	if e, ok := runtime.AsError(err); ok && e.Kind != runtime.KindInternal {
+		f := pages.SessionForm{Version: in.Version, Title: in.Title, Vaults: vaults}
+		f.Errors, f.Error = fieldErrors(e)
+		for k, msg := range f.Errors {
+			// vaults[2] is the third picked vault; the form shows one message for its row of pickers.
+			if strings.HasPrefix(k, "vaults[") {
+				f.Errors["vaults"] = msg
+			}
+		}
+		return h.sessionsPage(c, statusOf(e.Kind), f)
+	}
+	if err != nil {
+		return err
+	}
+	d, err := h.sessionDetail(c, s.ID, false)
+	if err != nil {
+		return err
+	}
+	d.Created = h.sessionCreated(s)
+	return render(c, http.StatusCreated, pages.SessionPage(h.shell(c, "Session started", "sessions"), d))
+}
+
+// sessionCreated is the one view of a session's token, with where to use it.
+func (h *Handlers) sessionCreated(s runtime.SessionView) *pages.SessionCreated {
+	api := h.BaseURL + "/api/v1/sessions/" + s.ID
+	curl := fmt.Sprintf("# the tools this session offers\ncurl -H 'Authorization: Bearer %[1]s' %[2]s/tools\n\n"+
+		"# call one\ncurl -H 'Authorization: Bearer %[1]s' -H 'Content-Type: application/json' \\\n"+
+		"  -d '{\"tool\": \"builtin__session__rename\", \"input\": {\"title\": \"hello\"}}' %[2]s/tool_calls", s.Token, api)
+	return &pages.SessionCreated{Token: s.Token, Endpoint: h.BaseURL + "/mcp/sessions/" + s.ID, Curl: curl}
+}
+
+// Session is a session's page.
+func (h *Handlers) Session(c echo.Context) error {
+	d, err := h.sessionDetail(c, c.Param("session"), false)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, pages.SessionPage(h.shell(c, titleOf(d.Head.Title), "sessions"), d))
+}
+
+func titleOf(t string) string {
+	if t == "" {
+		return "Session"
+	}
+	return t
+}
+
+// sessionDetail gathers the page: the live parts, then what the session was
+// started with and what it offers.
+func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages.SessionDetail, error) {
+	p := principal(c)
+	live, err := h.sessionLive(ctx(c), p, id)
+	if err != nil {
+		return pages.SessionDetail{}, err
+	}
+	s := live.session
+	d := pages.SessionDetail{Head: live.head, Calls: live.calls, Pending: live.pending, Rules: live.rules,
+		AgentID: s.Agent, AgentName: s.Agent, VersionID: s.Version, CanRefresh: p.Can("Session.tools")}
+	v, err := h.RT.VersionGet(ctx(c), p, s.Version)
+	if err != nil {
+		return d, err
+	}
+	d.VersionNumber = v.Number
+	if a, err := h.RT.AgentGet(ctx(c), p, s.Agent); err == nil {
+		d.AgentName = a.Name
+	}
+	for _, id := range s.Vaults {
+		name := id
+		if vlt, err := h.RT.VaultGet(ctx(c), p, id); err == nil {
+			name = vlt.Name
+		}
+		d.Vaults = append(d.Vaults, pages.Option{Value: id, Label: name})
+	}
+	ts, err := h.RT.SessionTools(ctx(c), p, id, refresh)
+	if err != nil {
+		return d, err
+	}
+	d.Tools, d.Clients = offeredTools(ts)
+	d.Try = pages.SessionTry{SessionID: id, Tools: d.Tools, CanTry: p.Can("ToolCall.create") && s.State == runtime.SessionActive}
+	return d, nil
+}
+
+// offeredTools lists the tools for the page, and the clients that declared some.
+func offeredTools(ts []runtime.OfferedTool) ([]pages.SessionTool, []pages.SessionClient) {
+	var out []pages.SessionTool
+	var clients []pages.SessionClient
+	for _, t := range ts {
+		out = append(out, pages.SessionTool{Name: t.Name, Policy: t.Policy, Description: t.Description, Schema: prettyJSON(t.InputSchema)})
+		kind, client, tool, err := tools.ParseFullName(t.Name)
+		if err != nil || kind != tools.KindClient {
+			continue
+		}
+		if n := len(clients); n == 0 || clients[n-1].Name != client {
+			clients = append(clients, pages.SessionClient{Name: client})
+		}
+		clients[len(clients)-1].Tools = append(clients[len(clients)-1].Tools, tool)
+	}
+	return out, clients
+}
+
+// sessionLive is what the page shows live: re-read on every event.
+type sessionLive struct {
+	session runtime.SessionView
+	head    pages.SessionHead
+	calls   pages.SessionCalls
+	pending pages.SessionPending
+	rules   pages.SessionRules
+}
+
+func (h *Handlers) sessionLive(cx context.Context, p runtime.Principal, id string) (sessionLive, error) {
+	var l sessionLive
+	s, err := h.RT.SessionGet(cx, p, id)
+	if err != nil {
+		return l, err
+	}
+	calls, err := h.RT.ToolCallList(cx, p, id)
+	if err != nil {
+		return l, err
+	}
+	pending, err := h.pendingView(cx, p, id, calls)
+	if err != nil {
+		return l, err
+	}
+	rules, err := h.rulesView(cx, p, id)
+	if err != nil {
+		return l, err
+	}
+	l = sessionLive{session: s, pending: pending, rules: rules, calls: pages.SessionCalls{SessionID: id}}
+	l.head = pages.SessionHead{ID: s.ID, Title: s.Title, State: s.State, Created: fmtTime(s.CreatedAt), CanEnd: p.Can("Session.end")}
+	if s.EndedAt != nil {
+		l.head.Ended = fmtTime(*s.EndedAt)
+	}
+	for _, cl := range calls {
+		l.calls.Calls = append(l.calls.Calls, callRow(cl))
+	}
+	return l, nil
+}
+
+func callRow(v runtime.ToolCallView) pages.SessionCall {
+	return pages.SessionCall{ID: v.ID, Tool: v.Tool, Status: v.Status, Verdict: v.Verdict, By: v.By, Model: v.Model,
+		Duration: callDuration(v), Reason: v.Reason, Error: v.Error, Input: prettyJSON(v.Input), Output: prettyJSON(v.Output),
+		InputTruncated: v.InputTruncated, OutputTruncated: v.OutputTruncated, Created: v.CreatedAt.UTC().Format("Jan 2 15:04:05")}
+}
+
+func callDuration(v runtime.ToolCallView) string {
+	switch {
+	case v.FinishedAt == nil || v.StartedAt == nil:
+		return "—"
+	case v.DurationMS < 1000:
+		return fmt.Sprintf("%d ms", v.DurationMS)
+	}
+	return fmt.Sprintf("%.1f s", float64(v.DurationMS)/1000)
+}
+
+// prettyJSON indents JSON for reading; a recorded value cut short is a JSON
+// string and is shown as its text.
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// TryTool calls a tool as the operator from the session page and shows the
+// answer: the call is recorded with their name, like any other.
+func (h *Handlers) TryTool(c echo.Context) error {
+	id, p := c.Param("session"), principal(c)
+	wait := 30.0
+	in := runtime.ToolCallInput{Session: id, Tool: c.FormValue("tool"), WaitSeconds: &wait,
+		Input: json.RawMessage(strings.TrimSpace(c.FormValue("input")))}
+	call, err := h.RT.ToolCallCreate(ctx(c), p, in)
+	e, known := runtime.AsError(err)
+	if err != nil && (!known || e.Kind == runtime.KindInternal) {
+		return err
+	}
+	try := pages.SessionTry{SessionID: id, Tool: in.Tool, Input: c.FormValue("input"), CanTry: p.Can("ToolCall.create")}
+	status := http.StatusOK
+	if err != nil {
+		try.Errors, try.Error = fieldErrors(e)
+		// The form has one input box: a problem inside the input (input.command) is shown under it.
+		for k, v := range try.Errors {
+			if strings.HasPrefix(k, "input.") {
+				try.Errors["input"] = v
+				delete(try.Errors, k)
+			}
+		}
+		status = statusOf(e.Kind)
+	} else {
+		row := callRow(call)
+		try.Result = &row
+		if call.Approval != nil {
+			try.Approval = call.Approval.ID
+		}
+	}
+	if !isHTMX(c) {
+		d, err := h.sessionDetail(c, id, false)
+		if err != nil {
+			return err
+		}
+		try.Tools, try.CanTry = d.Try.Tools, d.Try.CanTry
+		d.Try = try
+		return render(c, status, pages.SessionPage(h.shell(c, titleOf(d.Head.Title), "sessions"), d))
+	}
+	ts, err := h.RT.SessionTools(ctx(c), p, id, false)
+	if err != nil {
+		return err
+	}
+	try.Tools, _ = offeredTools(ts)
+	if status != http.StatusOK {
+		// app.js swaps error answers that say where they go: the form, with the message under its field.
+		c.Response().Header().Set("HX-Retarget", "#try-tool")
+		c.Response().Header().Set("HX-Reswap", "outerHTML")
+	}
+	return render(c, status, pages.SessionTryCard(try))
+}
+
+// RefreshSessionTools re-discovers the session's MCP servers' tools.
+func (h *Handlers) RefreshSessionTools(c echo.Context) error {
+	id := c.Param("session")
+	ts, err := h.RT.SessionTools(ctx(c), principal(c), id, true)
+	if err != nil {
+		return h.flashError(c, err, "/sessions/"+id)
+	}
+	h.flash(c, "ok", fmt.Sprintf("Discovery refreshed: the session offers %d tools.", len(ts)))
+	return redirect(c, "/sessions/"+id)
+}
+
+// EndSession ends a session: its token stops working, waiting calls are refused.
+func (h *Handlers) EndSession(c echo.Context) error {
+	id := c.Param("session")
+	if _, err := h.RT.SessionEnd(ctx(c), principal(c), id); err != nil {
+		return h.flashError(c, err, "/sessions/"+id)
+	}
+	h.flash(c, "ok", "Session ended.")
+	return redirect(c, "/sessions/"+id)
+}
