@@ -55,7 +55,8 @@ func isHTMX(c echo.Context) bool { return c.Request().Header.Get("HX-Request") =
 // shell is the frame of a signed-in page: who, where, and pending flashes.
 func (h *Handlers) shell(c echo.Context, title, section string) layout.Shell {
 	p := principal(c)
-	return layout.Shell{Title: title, Section: section, Email: p.Label, Access: p.Access, Flashes: h.takeFlashes(c)}
+	return layout.Shell{Title: title, Section: section, Email: p.Label, Access: p.Access, Flashes: h.takeFlashes(c),
+		Pending: h.RT.PendingApprovals(ctx(c), p)}
 }
 
 func (h *Handlers) session(c echo.Context) *sessions.Session {

@@ -160,10 +160,14 @@ func (h *Handlers) APIClientCallNext(c echo.Context) error {
 	return answer(c, http.StatusOK, out, err)
 }
 
-// APIApprovalList is Approval.list.
+// APIApprovalList is Approval.list: ?state=&agent=&session=&grant=&tool=&q=&order=&limit=.
 func (h *Handlers) APIApprovalList(c echo.Context) error {
-	out, err := h.RT.ApprovalList(ctx(c), principal(c), c.QueryParam("state"))
-	return answer(c, http.StatusOK, out, err)
+	f, err := queueFilter(c)
+	if err != nil {
+		return err
+	}
+	q, err := h.RT.ApprovalQueue(ctx(c), principal(c), f)
+	return answer(c, http.StatusOK, q.Items, err)
 }
 
 // APIApprovalApprove is Approval.approve.
