@@ -1,0 +1,226 @@
+package handlers
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/views/pages"
+)
+
+// APISandboxList is Sandbox.list.
+func (h *Handlers) APISandboxList(c echo.Context) error {
+	out, err := h.RT.SandboxList(ctx(c), principal(c), runtime.SandboxFilter{Session: c.QueryParam("session")})
+	return answer(c, http.StatusOK, out, err)
+}
+
+// APISandboxGet is Sandbox.get.
+func (h *Handlers) APISandboxGet(c echo.Context) error {
+	out, err := h.RT.SandboxGet(ctx(c), principal(c), c.Param("sandbox"))
+	return answer(c, http.StatusOK, out, err)
+}
+
+// APIArchiveDelete is Archive.delete.
+func (h *Handlers) APIArchiveDelete(c echo.Context) error {
+	return answerEmpty(c, h.RT.ArchiveDelete(ctx(c), principal(c), c.Param("sandbox")))
+}
+
+// DownloadArchive is Archive.download, for the API and the console alike:
+// the .tar.gz streams with its length and a file name.
+func (h *Handlers) DownloadArchive(c echo.Context) error {
+	f, err := h.RT.ArchiveDownload(ctx(c), principal(c), c.Param("sandbox"))
+	if err != nil {
+		return err
+	}
+	defer f.Body.Close()
+	hd := c.Response().Header()
+	hd.Set(echo.HeaderContentType, "application/gzip")
+	hd.Set(echo.HeaderContentLength, strconv.FormatInt(f.Bytes, 10))
+	hd.Set(echo.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": f.Filename}))
+	hd.Set("Last-Modified", f.ModTime.UTC().Format(http.TimeFormat))
+	hd.Set("Cache-Control", "no-store")
+	c.Response().WriteHeader(http.StatusOK)
+	if _, err := io.Copy(c.Response(), f.Body); err != nil {
+		// The status is sent: nothing left to render, only to note.
+		h.Log.Warn("archive download interrupted", "sandbox", c.Param("sandbox"), "err", err)
+	}
+	return nil
+}
+
+// Sandboxes lists every session's sandboxes.
+func (h *Handlers) Sandboxes(c echo.Context) error {
+	t, err := h.sandboxTable(c, principal(c), runtime.SandboxFilter{})
+	if err != nil {
+		return err
+	}
+	v := pages.SandboxesView{EventsURL: "/sandboxes/events", Table: t}
+	return render(c, http.StatusOK, pages.SandboxesPage(h.shell(c, "Sandboxes", "sandboxes"), v))
+}
+
+// SessionSandboxes is a session's Sandboxes tab.
+func (h *Handlers) SessionSandboxes(c echo.Context) error {
+	s, err := h.RT.SessionGet(ctx(c), principal(c), c.Param("session"))
+	if err != nil {
+		return err
+	}
+	t, err := h.sandboxTable(c, principal(c), runtime.SandboxFilter{Session: s.ID})
+	if err != nil {
+		return err
+	}
+	v := pages.SandboxesView{SessionID: s.ID, SessionTitle: s.Title, Table: t,
+		EventsURL: "/sandboxes/events?" + url.Values{"session": {s.ID}}.Encode()}
+	title := s.Title
+	if title == "" {
+		title = s.ID
+	}
+	return render(c, http.StatusOK, pages.SandboxesPage(h.shell(c, "Sandboxes · "+title, "sessions"), v))
+}
+
+// DeleteArchive is Archive.delete from the console.
+func (h *Handlers) DeleteArchive(c echo.Context) error {
+	back := c.FormValue("back")
+	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
+		back = "/sandboxes"
+	}
+	if err := h.RT.ArchiveDelete(ctx(c), principal(c), c.Param("sandbox")); err != nil {
+		return h.flashError(c, err, back)
+	}
+	h.flash(c, "ok", "Archive deleted.")
+	return redirect(c, back)
+}
+
+// SandboxEvents streams the sandbox table (of one session with ?session=)
+// as server-sent events: once on connecting, then after every state change.
+// Each update re-reads the person's browser session, so a person removed or
+// signed out stops receiving at the next change.
+func (h *Handlers) SandboxEvents(c echo.Context) error {
+	f := runtime.SandboxFilter{Session: c.QueryParam("session")}
+	t, err := h.sandboxTable(c, principal(c), f)
+	if err != nil {
+		return err
+	}
+	sid, _ := c.Get(webSIDKey).(string)
+	events, stop := h.RT.Subscribe()
+	defer stop()
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set(echo.HeaderCacheControl, "no-store")
+	w.WriteHeader(http.StatusOK)
+	ping := time.NewTicker(25 * time.Second)
+	defer ping.Stop()
+	for {
+		if err := sendTable(c, t); err != nil {
+			return nil // the browser went away
+		}
+		if !waitSandboxEvent(c, events, ping, f.Session) {
+			return nil
+		}
+		p, err := h.RT.AuthenticateSession(ctx(c), sid)
+		if err == nil {
+			t, err = h.sandboxTable(c, p, f)
+		}
+		if err != nil {
+			return nil // signed out, removed, or no longer allowed: end the stream
+		}
+	}
+}
+
+// waitSandboxEvent waits for a sandbox event of the session (any session
+// when empty), keeping the connection alive; false when the stream ends.
+func waitSandboxEvent(c echo.Context, events <-chan runtime.Event, ping *time.Ticker, session string) bool {
+	for {
+		select {
+		case <-ctx(c).Done():
+			return false
+		case <-ping.C:
+			if _, err := io.WriteString(c.Response(), ": ping\n\n"); err != nil {
+				return false
+			}
+			c.Response().Flush()
+		case e, ok := <-events:
+			if !ok {
+				return false
+			}
+			if e.Kind == "sandbox" && (session == "" || e.SessionID == session) {
+				return true
+			}
+		}
+	}
+}
+
+func sendTable(c echo.Context, t pages.SandboxTable) error {
+	var buf bytes.Buffer
+	if err := pages.SandboxTableView(t).Render(ctx(c), &buf); err != nil {
+		return err
+	}
+	var msg strings.Builder
+	msg.WriteString("event: sandboxes\n")
+	// Any line break ends a data line, so \r (in a sandbox's error text, say)
+	// is one too: each line of the HTML gets its own.
+	html := strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(buf.String())
+	for line := range strings.SplitSeq(html, "\n") {
+		msg.WriteString("data: " + line + "\n")
+	}
+	msg.WriteString("\n")
+	if _, err := io.WriteString(c.Response(), msg.String()); err != nil {
+		return err
+	}
+	c.Response().Flush()
+	return nil
+}
+
+func (h *Handlers) sandboxTable(c echo.Context, p runtime.Principal, f runtime.SandboxFilter) (pages.SandboxTable, error) {
+	list, err := h.RT.SandboxList(ctx(c), p, f)
+	if err != nil {
+		return pages.SandboxTable{}, err
+	}
+	t := pages.SandboxTable{ShowSession: f.Session == "", Back: "/sandboxes"}
+	if f.Session != "" {
+		t.Back = "/sessions/" + f.Session + "/sandboxes"
+	}
+	for _, s := range list {
+		t.Rows = append(t.Rows, sandboxRow(s, p))
+	}
+	return t, nil
+}
+
+func sandboxRow(s runtime.SandboxView, p runtime.Principal) pages.SandboxRow {
+	r := pages.SandboxRow{ID: s.ID, SessionID: s.Session, SessionTitle: s.SessionTitle, Grant: s.Grant, Tool: s.Tool,
+		Release: s.Release, Network: s.Network, State: s.State, Error: s.Error,
+		Started: fmtTimePtrOr(s.StartedAt), LastActive: fmtTimePtrOr(s.LastActiveAt),
+		Suspended: fmtTimePtrOr(s.SuspendedAt), Retired: fmtTimePtrOr(s.RetiredAt),
+		MachineTime: machineTime(s.MachineSeconds), Credits: fmt.Sprintf("%.2f SC", s.Credits),
+		ArchiveError: s.ArchiveError, CanDownload: p.Can("Archive.download"), CanDelete: p.Can("Archive.delete") && s.Deletable()}
+	if s.Archive != nil {
+		r.HasArchive, r.ArchiveSize, r.ArchiveAt = true, skillSize(s.Archive.Bytes), fmtTime(s.Archive.CreatedAt)
+	}
+	return r
+}
+
+func fmtTimePtrOr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return fmtTime(*t)
+}
+
+// machineTime reads as a person says it: 42 s, 5 min 3 s, 2 h 10 min.
+func machineTime(secs float64) string {
+	d := time.Duration(secs) * time.Second
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min %d s", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
+}

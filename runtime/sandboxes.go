@@ -1,0 +1,208 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/subako/subako/runtime/sandbox"
+	"github.com/subako/subako/runtime/sandbox/archive"
+)
+
+// SandboxOptions is what the server hands the runtime to run sandboxes: the
+// driver and archive store it chose, and the folders it prepared.
+type SandboxOptions struct {
+	Driver   sandbox.Driver
+	Archives archive.Store
+	// Dir holds one folder per machine; SkillsDir the skills unpacked for
+	// them. The sandbox uid must be able to search every parent of both.
+	Dir, SkillsDir  string
+	IdleTimeout     time.Duration // default 5m
+	RetireAfter     time.Duration // default 5h
+	MaxArchiveBytes int64         // default 256 MiB
+	Limits          sandbox.Limits
+}
+
+// sandboxSet is one runtime's sandboxes: the lifecycle Manager and what the
+// verbs around it need.
+type sandboxSet struct {
+	mgr       *sandbox.Manager
+	skillsDir string
+	skillsMu  sync.Mutex
+	stop      context.CancelFunc
+	done      sync.WaitGroup
+
+	accrualMu   sync.Mutex
+	lastAccrual time.Time
+}
+
+// sandboxSets sits beside Runtime rather than in it, like the function
+// engines, so sandboxes are wired without touching the Runtime struct.
+var sandboxSets struct {
+	sync.RWMutex
+	m map[*Runtime]*sandboxSet
+}
+
+func (r *Runtime) sandboxes() *sandboxSet {
+	sandboxSets.RLock()
+	defer sandboxSets.RUnlock()
+	return sandboxSets.m[r]
+}
+
+var errNoSandboxes = &Error{Kind: KindConflict, Code: "sandboxes_unavailable", Title: "Sandboxes unavailable",
+	Detail: "this server runs no sandboxes, so it has none to show or archive"}
+
+// StartSandboxes builds the lifecycle Manager over the sandboxes table,
+// recovers what a restart left running (archived and suspended), and makes
+// it the executor of sandbox__ tools. Call StopSandboxes at shutdown.
+func (r *Runtime) StartSandboxes(ctx context.Context, o SandboxOptions) error {
+	if r.sandboxes() != nil {
+		return errors.New("runtime: sandboxes already started")
+	}
+	if o.SkillsDir == "" {
+		return errors.New("runtime: sandboxes need a SkillsDir")
+	}
+	if err := prepareSkillsDir(o.SkillsDir); err != nil {
+		return err
+	}
+	set := &sandboxSet{skillsDir: o.SkillsDir}
+	mgr, err := sandbox.NewManager(sandbox.Config{
+		Driver: &egressDriver{Driver: o.Driver, log: r.opts.Log}, Archives: o.Archives, Store: sandboxStore{r.db},
+		Clock: r.opts.Clock, Dir: o.Dir,
+		IdleTimeout: o.IdleTimeout, RetireAfter: o.RetireAfter, MaxArchiveBytes: o.MaxArchiveBytes, Limits: o.Limits,
+		Skills: r.sandboxSkills, OnUsage: r.sandboxUsage, Logger: r.opts.Log,
+	})
+	if err != nil {
+		return err
+	}
+	set.mgr = mgr
+	// Recover before the first exec can run: a sandbox left "running" by a
+	// crash is archived from its folder and recorded as suspended.
+	if err := mgr.Recover(ctx); err != nil {
+		r.opts.Log.Error("runtime: recover sandboxes", "err", err)
+	}
+	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	set.stop = stop
+	sandboxSets.Lock()
+	if sandboxSets.m == nil {
+		sandboxSets.m = map[*Runtime]*sandboxSet{}
+	}
+	sandboxSets.m[r] = set
+	sandboxSets.Unlock()
+	set.done.Add(2)
+	go func() { defer set.done.Done(); r.relaySandboxEvents(loopCtx, mgr) }()
+	go func() { defer set.done.Done(); r.suspendOnSessionEnd(loopCtx, mgr) }()
+	r.SetSandboxRunner(r.runSandbox)
+	return nil
+}
+
+// StopSandboxes suspends every running sandbox (archiving its workspace) and
+// stops the runtime's sandbox loops.
+func (r *Runtime) StopSandboxes(ctx context.Context) error {
+	set := r.sandboxes()
+	if set == nil {
+		return nil
+	}
+	set.stop()
+	set.done.Wait()
+	err := set.mgr.Close(ctx)
+	sandboxSets.Lock()
+	delete(sandboxSets.m, r)
+	sandboxSets.Unlock()
+	return err
+}
+
+// SandboxTick runs the lifecycle's timers (idle → suspended → retired),
+// suspends sandboxes whose session ended, and meters archive storage. The
+// server calls it every few seconds; timers come from the database, so a
+// missed tick only delays them.
+func (r *Runtime) SandboxTick(ctx context.Context) error {
+	set := r.sandboxes()
+	if set == nil {
+		return nil
+	}
+	errs := []error{set.mgr.Tick(ctx), r.suspendEnded(ctx, set.mgr)}
+	set.accrualMu.Lock()
+	due := r.now().Sub(set.lastAccrual) >= time.Minute
+	if due {
+		set.lastAccrual = r.now()
+	}
+	set.accrualMu.Unlock()
+	if due {
+		errs = append(errs, r.accrueArchives(ctx, archiveAccrualEvery))
+	}
+	return errors.Join(errs...)
+}
+
+// relaySandboxEvents turns the Manager's state changes into runtime events,
+// so live pages hear about sandboxes on the same hub as calls and approvals.
+func (r *Runtime) relaySandboxEvents(ctx context.Context, mgr *sandbox.Manager) {
+	recs, unsubscribe := mgr.Subscribe(64)
+	defer unsubscribe()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case rec, ok := <-recs:
+			if !ok {
+				return
+			}
+			r.publish(Event{Kind: "sandbox", ID: rec.ID, SessionID: rec.SessionID, State: string(rec.State)})
+		}
+	}
+}
+
+// suspendOnSessionEnd suspends a session's sandboxes as soon as it ends; a
+// missed event is caught by SandboxTick.
+func (r *Runtime) suspendOnSessionEnd(ctx context.Context, mgr *sandbox.Manager) {
+	events, unsubscribe := r.Subscribe()
+	defer unsubscribe()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			if e.Kind == "session" && e.State == SessionEnded {
+				if err := r.suspendSession(ctx, mgr, e.SessionID); err != nil {
+					r.opts.Log.Error("runtime: suspend the sandboxes of an ended session", "session", e.SessionID, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// suspendEnded suspends running sandboxes whose session has ended.
+func (r *Runtime) suspendEnded(ctx context.Context, mgr *sandbox.Manager) error {
+	var ids []string
+	err := r.db.WithContext(ctx).Table("sandboxes").Distinct("sandboxes.session_id").
+		Joins("JOIN sessions ON sessions.id = sandboxes.session_id").
+		Where("sandboxes.state = ? AND sessions.state = ?", string(sandbox.StateRunning), SessionEnded).
+		Pluck("sandboxes.session_id", &ids).Error
+	if err != nil {
+		return fmt.Errorf("runtime: find sandboxes of ended sessions: %w", err)
+	}
+	var errs []error
+	for _, id := range ids {
+		errs = append(errs, r.suspendSession(ctx, mgr, id))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Runtime) suspendSession(ctx context.Context, mgr *sandbox.Manager, sessionID string) error {
+	var grants []string
+	err := r.db.WithContext(ctx).Table("sandboxes").Where("session_id = ? AND state = ?", sessionID, string(sandbox.StateRunning)).
+		Pluck("grant_name", &grants).Error
+	if err != nil {
+		return fmt.Errorf("runtime: sandboxes of session %s: %w", sessionID, err)
+	}
+	var errs []error
+	for _, g := range grants {
+		errs = append(errs, mgr.Suspend(ctx, sessionID, g))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,103 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/subako/subako/runtime/sandbox"
+)
+
+// blockedV4 are the destinations an Internet sandbox must not reach:
+// private, shared, link-local (cloud metadata), benchmark, documentation,
+// multicast and reserved ranges. slirp4netns's own 10.0.2.0/24 (its gateway
+// and DNS forwarder) is a longer prefix, so it stays reachable.
+var blockedV4 = []string{
+	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
+	"192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+	"224.0.0.0/4", "240.0.0.0/4",
+}
+
+// slirpVirtual are slirp4netns's gateway and DNS: never blocked, whatever
+// the host's own addresses are.
+var slirpVirtual = []string{"10.0.2.2", "10.0.2.3"}
+
+// egressDriver closes the gap slirp4netns leaves in Internet mode: it has
+// no egress filter, so a sandbox could reach the host's own addresses and
+// the networks around it. Before a machine runs anything, "prohibit" routes
+// in its network namespace refuse those destinations (a connect fails at
+// once), leaving the default route to the Internet. The sandbox holds no
+// capability over its namespace, so it cannot remove them.
+//
+// It needs a root server (to enter the sandbox's namespace) and a machine
+// that names its host pid; others start as before, with a warning.
+type egressDriver struct {
+	sandbox.Driver
+	log      *slog.Logger
+	warnOnce sync.Once
+}
+
+func (d *egressDriver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine, error) {
+	m, err := d.Driver.Start(ctx, spec)
+	if err != nil || spec.Network != sandbox.NetworkUnrestricted {
+		return m, err
+	}
+	hp, ok := m.(interface{ HostPID() int })
+	if !ok || os.Geteuid() != 0 {
+		d.warnOnce.Do(func() {
+			d.log.Warn("sandbox: Internet sandboxes can reach this host's own addresses and private networks: " +
+				"the egress filter needs a root server and the local driver")
+		})
+		return m, nil
+	}
+	if err := blockPrivateRoutes(ctx, hp.HostPID()); err != nil {
+		m.Stop()
+		return nil, fmt.Errorf("sandbox %s: install the egress filter (needs nsenter and ip: apt-get install util-linux iproute2): %w", spec.ID, err)
+	}
+	return m, nil
+}
+
+// blockPrivateRoutes adds the prohibit routes in pid's network namespace.
+func blockPrivateRoutes(ctx context.Context, pid int) error {
+	var batch strings.Builder
+	for _, cidr := range append(blockedV4, hostAddresses()...) {
+		batch.WriteString("route add prohibit " + cidr + "\n")
+	}
+	cmd := exec.CommandContext(ctx, "nsenter", "--net=/proc/"+strconv.Itoa(pid)+"/ns/net", "--", "ip", "-batch", "-")
+	cmd.Stdin = strings.NewReader(batch.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// hostAddresses are this host's own IPv4 addresses as /32s, read at each
+// start so a changed address is covered. Without them a sandbox could reach
+// a host service listening on a public address through slirp4netns.
+func hostAddresses() []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.To4() == nil || ipn.IP.IsLoopback() {
+			continue
+		}
+		ip := ipn.IP.To4().String()
+		if seen[ip] || ip == slirpVirtual[0] || ip == slirpVirtual[1] {
+			continue
+		}
+		seen[ip] = true
+		out = append(out, ip+"/32")
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/sandbox"
+)
+
+// sandboxStore keeps the lifecycle Manager's records in the sandboxes table,
+// so state survives a restart and the console reads what the Manager wrote.
+type sandboxStore struct{ db *models.DB }
+
+var _ sandbox.Store = sandboxStore{}
+
+func (s sandboxStore) Get(ctx context.Context, id string) (sandbox.Record, error) {
+	return s.first(ctx, "id = ?", id)
+}
+
+func (s sandboxStore) FindBySession(ctx context.Context, sessionID, grant string) (sandbox.Record, error) {
+	return s.first(ctx, "session_id = ? AND grant_name = ?", sessionID, grant)
+}
+
+func (s sandboxStore) first(ctx context.Context, cond string, args ...any) (sandbox.Record, error) {
+	var m models.Sandbox
+	err := s.db.WithContext(ctx).Where(cond, args...).First(&m).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return sandbox.Record{}, sandbox.ErrNotFound
+	}
+	if err != nil {
+		return sandbox.Record{}, fmt.Errorf("runtime: load sandbox: %w", err)
+	}
+	return recordOf(m), nil
+}
+
+func (s sandboxStore) ListByState(ctx context.Context, state sandbox.State) ([]sandbox.Record, error) {
+	var ms []models.Sandbox
+	if err := s.db.WithContext(ctx).Where("state = ?", string(state)).Order("started_at, id").Find(&ms).Error; err != nil {
+		return nil, fmt.Errorf("runtime: list %s sandboxes: %w", state, err)
+	}
+	out := make([]sandbox.Record, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, recordOf(m))
+	}
+	return out, nil
+}
+
+// Put inserts or replaces the whole record in one statement: the Manager
+// acknowledges a state change only once this returns.
+func (s sandboxStore) Put(ctx context.Context, rec sandbox.Record) error {
+	m := modelOf(rec)
+	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, UpdateAll: true}).Create(&m).Error
+	if err != nil {
+		return fmt.Errorf("runtime: store sandbox %s: %w", rec.ID, err)
+	}
+	return nil
+}
+
+func modelOf(r sandbox.Record) models.Sandbox {
+	return models.Sandbox{ID: r.ID, SessionID: r.SessionID, GrantName: r.Grant, ReleaseName: r.Release, Network: r.Network,
+		State: string(r.State), Error: r.Error, StartedAt: timePtr(r.StartedAt), LastActiveAt: timePtr(r.LastActiveAt),
+		SuspendedAt: timePtr(r.SuspendedAt), RetiredAt: timePtr(r.RetiredAt), MachineSeconds: r.MachineSeconds,
+		ArchiveBytes: r.ArchiveBytes, ArchiveAt: timePtr(r.ArchiveAt), ArchiveError: r.ArchiveError}
+}
+
+func recordOf(m models.Sandbox) sandbox.Record {
+	return sandbox.Record{ID: m.ID, SessionID: m.SessionID, Grant: m.GrantName, Release: m.ReleaseName, Network: m.Network,
+		State: sandbox.State(m.State), Error: m.Error, StartedAt: timeOf(m.StartedAt), LastActiveAt: timeOf(m.LastActiveAt),
+		SuspendedAt: timeOf(m.SuspendedAt), RetiredAt: timeOf(m.RetiredAt), MachineSeconds: m.MachineSeconds,
+		ArchiveBytes: m.ArchiveBytes, ArchiveAt: timeOf(m.ArchiveAt), ArchiveError: m.ArchiveError}
+}
+
+// timePtr stores a zero time as NULL: "never suspended", not year 1.
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func timeOf(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}

@@ -1,0 +1,216 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/sandbox"
+	"github.com/subako/subako/runtime/sandbox/archive"
+	"github.com/subako/subako/runtime/tools"
+)
+
+// SandboxView is a sandbox as interfaces show it.
+type SandboxView struct {
+	ID           string     `json:"id"`
+	Session      string     `json:"session"`
+	SessionTitle string     `json:"session_title"`
+	Grant        string     `json:"grant"`
+	Tool         string     `json:"tool"`
+	Release      string     `json:"release"`
+	Network      string     `json:"network"`
+	State        string     `json:"state"`
+	Error        string     `json:"error,omitempty"`
+	StartedAt    *time.Time `json:"started_at"`
+	LastActiveAt *time.Time `json:"last_active_at"`
+	SuspendedAt  *time.Time `json:"suspended_at"`
+	RetiredAt    *time.Time `json:"retired_at"`
+	// MachineSeconds is the machine time billed so far, the current run
+	// included; Credits is its price.
+	MachineSeconds float64      `json:"machine_seconds"`
+	Credits        float64      `json:"credits"`
+	Archive        *ArchiveView `json:"archive"`
+	// ArchiveError says why the last archiving failed; Archive is then the
+	// older archive that was kept.
+	ArchiveError string `json:"archive_error,omitempty"`
+}
+
+// ArchiveView is a sandbox's archive of /workspace (tar + gzip).
+type ArchiveView struct {
+	Bytes     int64     `json:"bytes"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Deletable reports whether Archive.delete would accept the archive now.
+func (v SandboxView) Deletable() bool {
+	return v.Archive != nil && v.State == string(sandbox.StateRetired)
+}
+
+func (r *Runtime) sandboxView(m models.Sandbox, title string) SandboxView {
+	v := SandboxView{ID: m.ID, Session: m.SessionID, SessionTitle: title, Grant: m.GrantName,
+		Tool: tools.FullName(tools.KindSandbox, m.GrantName, tools.SandboxTool), Release: m.ReleaseName, Network: m.Network,
+		State: m.State, Error: m.Error, StartedAt: m.StartedAt, LastActiveAt: m.LastActiveAt, SuspendedAt: m.SuspendedAt,
+		RetiredAt: m.RetiredAt, MachineSeconds: m.MachineSeconds, ArchiveError: m.ArchiveError}
+	if m.State == string(sandbox.StateRunning) && m.StartedAt != nil {
+		v.MachineSeconds += max(r.now().Sub(*m.StartedAt).Seconds(), 0)
+	}
+	v.Credits = v.MachineSeconds * PriceMachineSecond
+	if m.ArchiveAt != nil {
+		v.Archive = &ArchiveView{Bytes: m.ArchiveBytes, CreatedAt: *m.ArchiveAt}
+	}
+	return v
+}
+
+// SandboxFilter narrows Sandbox.list.
+type SandboxFilter struct {
+	Session string `query:"session" json:"session"`
+}
+
+// SandboxList is Sandbox.list: every session's sandboxes, or one session's,
+// most recently started first.
+func (r *Runtime) SandboxList(ctx context.Context, p Principal, f SandboxFilter) ([]SandboxView, error) {
+	out := []SandboxView{}
+	err := r.run(ctx, p, "Sandbox.list", func(a *act) error {
+		q := r.db.WithContext(ctx).Order("started_at DESC, id").Limit(500)
+		if f.Session != "" {
+			if _, err := r.loadSession(ctx, p, f.Session); err != nil {
+				return err
+			}
+			a.target(f.Session)
+			q = q.Where("session_id = ?", f.Session)
+		}
+		var ms []models.Sandbox
+		if err := q.Find(&ms).Error; err != nil {
+			return fmt.Errorf("runtime: list sandboxes: %w", err)
+		}
+		titles, err := r.sessionTitles(ctx, ms)
+		for _, m := range ms {
+			out = append(out, r.sandboxView(m, titles[m.SessionID]))
+		}
+		return err
+	})
+	return out, err
+}
+
+func (r *Runtime) sessionTitles(ctx context.Context, ms []models.Sandbox) (map[string]string, error) {
+	ids := make([]string, 0, len(ms))
+	for _, m := range ms {
+		ids = append(ids, m.SessionID)
+	}
+	var ss []models.Session
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	if err := r.db.WithContext(ctx).Select("id", "title").Where("id IN ?", ids).Find(&ss).Error; err != nil {
+		return out, fmt.Errorf("runtime: session titles: %w", err)
+	}
+	for _, s := range ss {
+		out[s.ID] = s.Title
+	}
+	return out, nil
+}
+
+func (r *Runtime) loadSandbox(ctx context.Context, id string) (models.Sandbox, error) {
+	var m models.Sandbox
+	err := r.db.WithContext(ctx).First(&m, "id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return m, notFound("sandbox", id)
+	}
+	if err != nil {
+		return m, fmt.Errorf("runtime: load sandbox %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// SandboxGet is Sandbox.get.
+func (r *Runtime) SandboxGet(ctx context.Context, p Principal, id string) (SandboxView, error) {
+	var out SandboxView
+	err := r.run(ctx, p, "Sandbox.get", func(a *act) error {
+		m, err := r.loadSandbox(ctx, id)
+		if err != nil {
+			return err
+		}
+		titles, err := r.sessionTitles(ctx, []models.Sandbox{m})
+		out = r.sandboxView(m, titles[m.SessionID])
+		return err
+	}, id)
+	return out, err
+}
+
+// ArchiveFile is a sandbox's archive opened for download; the caller closes Body.
+type ArchiveFile struct {
+	Body     io.ReadCloser
+	Bytes    int64
+	Filename string
+	ModTime  time.Time
+}
+
+func noArchive(id string) *Error {
+	return &Error{Kind: KindNotFound, Code: "no_archive", Title: "No archive",
+		Detail: fmt.Sprintf("sandbox %s has no archive: one is written each time it is suspended", id)}
+}
+
+// ArchiveDownload is Archive.download: the archive of /workspace as it was
+// at the last suspension, tar + gzip.
+func (r *Runtime) ArchiveDownload(ctx context.Context, p Principal, id string) (ArchiveFile, error) {
+	var out ArchiveFile
+	err := r.run(ctx, p, "Archive.download", func(a *act) error {
+		set := r.sandboxes()
+		if set == nil {
+			return errNoSandboxes
+		}
+		m, err := r.loadSandbox(ctx, id)
+		if err != nil {
+			return err
+		}
+		body, info, err := set.mgr.OpenArchive(ctx, id)
+		if errors.Is(err, archive.ErrNotExist) {
+			return noArchive(id)
+		}
+		if err != nil {
+			return fmt.Errorf("runtime: open archive of %s: %w", id, err)
+		}
+		out = ArchiveFile{Body: body, Bytes: info.Bytes, ModTime: info.ModTime,
+			Filename: fmt.Sprintf("%s-%s.tar.gz", m.GrantName, m.ID)}
+		return nil
+	}, id)
+	return out, err
+}
+
+// ArchiveDelete is Archive.delete: only a retired sandbox's archive, since
+// a suspended sandbox restores from it at its next exec.
+func (r *Runtime) ArchiveDelete(ctx context.Context, p Principal, id string) error {
+	return r.run(ctx, p, "Archive.delete", func(a *act) error {
+		set := r.sandboxes()
+		if set == nil {
+			return errNoSandboxes
+		}
+		m, err := r.loadSandbox(ctx, id)
+		if err != nil {
+			return err
+		}
+		if m.ArchiveAt == nil && m.State == string(sandbox.StateRetired) {
+			return noArchive(id)
+		}
+		switch err := set.mgr.DeleteArchive(ctx, id); {
+		case errors.Is(err, sandbox.ErrNotRetired):
+			return conflict("sandbox_not_retired", fmt.Sprintf("sandbox %s is %s: its archive can be deleted only once it is retired, "+
+				"since it restores from it at its next exec", id, m.State))
+		case errors.Is(err, sandbox.ErrNotFound):
+			return notFound("sandbox", id)
+		case err != nil:
+			return fmt.Errorf("runtime: delete archive of %s: %w", id, err)
+		}
+		// The archive is gone either way; a metering failure must not say otherwise.
+		if err := r.archiveKept(ctx, id, m.SessionID, 0, r.now()); err != nil {
+			r.opts.Log.Error("runtime: close archive storage usage", "sandbox", id, "err", err)
+		}
+		return nil
+	}, id)
+}
