@@ -3,13 +3,22 @@ GO       ?= go
 BIN      := bin/subako
 export CGO_ENABLED := 0
 
-.PHONY: run build generate test test-postgres check deps bench clean
+.PHONY: run build packages generate test test-postgres check deps bench clean
 
 run: build
+	@command -v bwrap >/dev/null && command -v slirp4netns >/dev/null || { echo "installing bubblewrap and slirp4netns for sandboxes (apt-get)"; \
+	  { apt-get update -qq && apt-get install -y -qq bubblewrap slirp4netns iproute2 >/dev/null; } || \
+	  echo "could not install them: the console runs, and sandbox calls answer how to install bubblewrap"; }
 	./$(BIN) serve
 
-build:
+build: packages
 	$(GO) build -o $(BIN) ./cmd/subako
+
+# The shipped function packages (jq, html, javascript, github), built for
+# GOOS=wasip1 into the folder cmd/subako embeds; git-ignored, never committed.
+FNPACKAGES := cmd/subako/fnpackages
+packages:
+	sh runtime/fn/packages/build.sh $(FNPACKAGES)
 
 generate:
 	$(GO) tool templ generate -include-version=false
@@ -43,9 +52,11 @@ deps:
 	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v slirp4netns >/dev/null || missing="$$missing slirp4netns"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then echo "installing$$missing"; apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; fi
 	@test -d $(MCP_TEST_SERVER)/node_modules || { echo "installing the MCP test server (npm ci)"; npm ci --prefix $(MCP_TEST_SERVER) --no-audit --no-fund --loglevel=error; }
 
 clean:
 	rm -rf bin build
+	rm -f $(FNPACKAGES)/*.wasm $(FNPACKAGES)/*.manifest.json

@@ -37,6 +37,9 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"Skill.create", http.MethodPost, "/skills", h.APISkillCreate},
 		{"Skill.get", http.MethodGet, "/skills/:skill", h.APISkillGet},
 		{"Skill.delete", http.MethodDelete, "/skills/:skill", h.APISkillDelete},
+		{"Function.list", http.MethodGet, "/functions", h.APIFunctionList},
+		{"Function.install", http.MethodPost, "/functions", h.APIFunctionInstall},
+		{"Function.get", http.MethodGet, "/functions/:name/:version", h.APIFunctionGet},
 		{"Vault.list", http.MethodGet, "/vaults", h.APIVaultList},
 		{"Vault.create", http.MethodPost, "/vaults", h.APIVaultCreate},
 		{"Vault.get", http.MethodGet, "/vaults/:vault", h.APIVaultGet},
@@ -53,11 +56,17 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"ToolCall.get", http.MethodGet, "/tool_calls/:call", h.APIToolCallGet},
 		{"ToolCall.list", http.MethodGet, "/sessions/:session/tool_calls", h.APIToolCallList},
 		{"ToolCall.complete", http.MethodPost, "/tool_calls/:call/result", h.APIToolCallComplete},
+		{"SessionRule.list", http.MethodGet, "/sessions/:session/rules", h.APISessionRuleList},
+		{"SessionRule.revoke", http.MethodDelete, "/sessions/:session/rules/:rule", h.APISessionRuleRevoke},
 		{"Client.connect", http.MethodPut, "/sessions/:session/clients/:client", h.APIClientConnect},
 		{"ClientCall.next", http.MethodGet, "/sessions/:session/clients/:client/calls", h.APIClientCallNext},
 		{"Approval.list", http.MethodGet, "/approvals", h.APIApprovalList},
 		{"Approval.approve", http.MethodPost, "/approvals/:approval/approve", h.APIApprovalApprove},
 		{"Approval.deny", http.MethodPost, "/approvals/:approval/deny", h.APIApprovalDeny},
+		{"Sandbox.list", http.MethodGet, "/sandboxes", h.APISandboxList},
+		{"Sandbox.get", http.MethodGet, "/sandboxes/:sandbox", h.APISandboxGet},
+		{"Archive.download", http.MethodGet, "/sandboxes/:sandbox/archive", h.DownloadArchive},
+		{"Archive.delete", http.MethodDelete, "/sandboxes/:sandbox/archive", h.APIArchiveDelete},
 		{"User.list", http.MethodGet, "/users", h.APIUserList},
 		{"User.invite", http.MethodPost, "/users", h.APIUserInvite},
 		{"User.update", http.MethodPatch, "/users/:user", h.APIUserUpdate},
@@ -126,11 +135,34 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.POST("/tokens", h.CreateToken)
 	con.POST("/tokens/:token/revoke", h.RevokeToken)
 	con.GET("/audit", h.Audit)
-	con.GET("/sessions", h.Placeholder("sessions", "Sessions", "A session runs a published version with vaults of credentials.", "Sessions arrive with the sessions capability."))
-	con.GET("/approvals", h.Placeholder("approvals", "Approvals", "Ask-first calls wait here for a decision.", "No calls are waiting."))
-	con.GET("/sandboxes", h.Placeholder("sandboxes", "Sandboxes", "Each session's own Linux machines.", "No sandboxes have started."))
-	con.GET("/functions", h.Placeholder("functions", "Functions", "WebAssembly packages agents call in a fresh sandbox per call.", "No function packages are installed."))
-	con.GET("/vaults", h.Placeholder("vaults", "Vaults", "Credentials the runtime attaches to outgoing calls.", "No vaults yet."))
+	con.GET("/sessions", h.Sessions)
+	con.POST("/sessions", h.CreateSession)
+	con.GET("/sessions/:session", h.Session)
+	con.GET("/sessions/:session/events", h.SessionEvents)
+	con.POST("/sessions/:session/try", h.TryTool)
+	con.POST("/sessions/:session/tools/refresh", h.RefreshSessionTools)
+	con.POST("/sessions/:session/end", h.EndSession)
+	con.POST("/sessions/:session/calls/:call/answer", h.AnswerQuestion)
+	con.POST("/sessions/:session/rules/:rule/revoke", h.RevokeSessionRule)
+	con.POST("/approvals/:approval/approve", h.Approve)
+	con.POST("/approvals/:approval/deny", h.Deny)
+	con.GET("/approvals", h.Approvals)
+	con.GET("/approvals/history", h.ApprovalHistory)
+	con.GET("/approvals/events", h.ApprovalEvents)
+	con.GET("/sandboxes", h.Sandboxes)
+	con.GET("/sandboxes/events", h.SandboxEvents)
+	con.GET("/sessions/:session/sandboxes", h.SessionSandboxes)
+	con.GET("/sandboxes/:sandbox/archive", h.DownloadArchive)
+	con.POST("/sandboxes/:sandbox/archive/delete", h.DeleteArchive)
+	con.GET("/functions", h.Functions)
+	con.POST("/functions", h.InstallFunction)
+	con.GET("/functions/:name/:version", h.Function)
+	con.GET("/vaults", h.Vaults)
+	con.POST("/vaults", h.CreateVault)
+	con.GET("/vaults/:vault", h.Vault)
+	con.POST("/vaults/:vault/credentials", h.SetCredential)
+	con.POST("/vaults/:vault/credentials/:credential/delete", h.DeleteCredential)
+	con.POST("/vaults/:vault/delete", h.DeleteVault)
 	con.GET("/usage", h.Placeholder("usage", "Usage", "Machine time, function time and archive storage.", "No usage recorded yet."))
 
 	mcpEndpoint := handlers.NewMCP(h)

@@ -6,6 +6,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/subako/subako/runtime/sandbox"
 )
 
 const usage = `subako — the control plane for AI agents' tools
@@ -21,6 +23,7 @@ Run "subako COMMAND -h" for a command's flags.
 `
 
 func main() {
+	sandbox.RunAgentIfRequested()
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)

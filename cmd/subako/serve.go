@@ -63,6 +63,9 @@ func serve(args []string) error {
 	}
 	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ApprovalTimeout: c.ApprovalTimeout})
 	defer rt.Close()
+	if err := wireFunctions(context.Background(), rt, c.Data, log); err != nil {
+		return err
+	}
 	srv := web.New(rt, web.Config{BaseURL: c.BaseURL, Log: log,
 		CookieHashKey: keys.Derive("cookie hash", 32), CookieBlockKey: keys.Derive("cookie block", 32)})
 
@@ -72,6 +75,7 @@ func serve(args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
+	defer startSandboxes(ctx, &c, rt, log)()
 	rt.Start(ctx, 2*time.Second)
 	log.Info("subako serving", "url", c.BaseURL, "dialect", db.Dialect, "data", c.Data)
 	if token, ok, err := rt.EnsureSetupLink(ctx); err != nil {
@@ -81,6 +85,8 @@ func serve(args []string) error {
 		fmt.Printf("\nNo one has an account yet. Create the owner account (this link works once):\n\n    %s/setup/%s\n\n", c.BaseURL, token)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	// Live pages hold their streams open; ending the runtime's events lets them finish.
+	hs.RegisterOnShutdown(rt.CloseEvents)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
