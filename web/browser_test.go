@@ -128,3 +128,18 @@ func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 		return chromedp.Void{}, err
 	}
 }
+
+// waitNewPage waits until the page marked with window.beforeSubmit has been
+// replaced by a loaded page where cond holds. Evaluating while the browser
+// navigates fails, so it simply tries again.
+func waitNewPage(t *testing.T, ctx context.Context, cond string) {
+	t.Helper()
+	js := `window.beforeSubmit === undefined && document.readyState === "complete" && (` + cond + `)`
+	for range 200 {
+		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err == nil && ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the next page never came: %s", cond)
+}

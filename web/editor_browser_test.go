@@ -40,10 +40,12 @@ func TestBrowserVersionEditorSandboxGrant(t *testing.T) {
 	}
 	screenshot(ctx, t, "grant-bad-name")
 	// Submitting it anyway keeps the person on the form with the same message.
+	// Mark the page, so the wait below can tell the answer's page from this one.
 	run("submit the bad name",
+		void(chromedp.Evaluate[bool](`window.beforeSubmit = true`)),
 		chromedp.Click(css(`[data-testid=grant-submit]`)),
-		chromedp.WaitVisible(css(`[data-testid=name-error]`)),
 	)
+	waitNewPage(t, ctx, `!!document.querySelector("[data-testid=name-error]")`)
 	if msg := text(t, ctx, `[data-testid=name-error]`); !strings.Contains(msg, "lowercase") {
 		t.Fatalf("after submit the name message is %q", msg)
 	}
