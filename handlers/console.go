@@ -67,10 +67,3 @@ func actionRows(acts []runtime.ActionView) []pages.ActionRow {
 	}
 	return rows
 }
-
-// Placeholder renders a section whose capability is not on this server yet.
-func (h *Handlers) Placeholder(section, title, lead, text string) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		return render(c, http.StatusOK, pages.Placeholder(h.shell(c, title, section), title, lead, text))
-	}
-}

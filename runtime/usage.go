@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/subako/subako/models"
@@ -43,4 +45,108 @@ func (r *Runtime) RecordUsage(ctx context.Context, u Usage) error {
 		return fmt.Errorf("runtime: record usage: %w", err)
 	}
 	return nil
+}
+
+// UsageFilter narrows Usage.get; empty fields match everything. Times are RFC 3339.
+type UsageFilter struct {
+	From    string `query:"from" json:"from"`
+	To      string `query:"to" json:"to"`
+	Session string `query:"session" json:"session"`
+	Agent   string `query:"agent" json:"agent"`
+}
+
+// UsageTotal sums one kind of usage.
+type UsageTotal struct {
+	Kind     string  `json:"kind"`
+	Quantity float64 `json:"quantity"`
+	Unit     string  `json:"unit"`
+	Credits  float64 `json:"credits"`
+	Records  int     `json:"records"`
+}
+
+// UsageRecordView is one metered use.
+type UsageRecordView struct {
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind"`
+	Session   string    `json:"session"`
+	Agent     string    `json:"agent"`
+	Subject   string    `json:"subject"`
+	Quantity  float64   `json:"quantity"`
+	Unit      string    `json:"unit"`
+	Credits   float64   `json:"credits"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+}
+
+// UsageReport is Usage.get's answer: totals by kind and the newest records.
+type UsageReport struct {
+	From    *time.Time        `json:"from"`
+	To      *time.Time        `json:"to"`
+	Credits float64           `json:"credits"`
+	Totals  []UsageTotal      `json:"totals"`
+	Records []UsageRecordView `json:"records"`
+}
+
+// UsageGet is Usage.get: what was metered in a period, for a session or an agent.
+func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (UsageReport, error) {
+	out := UsageReport{Totals: []UsageTotal{}, Records: []UsageRecordView{}}
+	err := r.run(ctx, p, "Usage.get", func(a *act) error {
+		q := r.db.WithContext(ctx).Model(&models.UsageRecord{})
+		for _, b := range []struct {
+			field, value, cond string
+			into          **time.Time
+		}{{"from", f.From, "ended_at >= ?", &out.From}, {"to", f.To, "started_at < ?", &out.To}} {
+			if b.value == "" {
+				continue
+			}
+			t, err := time.Parse(time.RFC3339, b.value)
+			if err != nil {
+				if t, err = time.Parse("2006-01-02", b.value); err != nil {
+					return invalid(b.field, "invalid_time", b.field+" must be a date (2026-11-29) or an RFC 3339 time")
+				}
+			}
+			*b.into = &t
+			q = q.Where(b.cond, t)
+		}
+		if f.Session != "" {
+			q = q.Where("session_id = ?", f.Session)
+		}
+		if f.Agent != "" {
+			q = q.Where("agent_id = ?", f.Agent)
+		}
+		var recs []models.UsageRecord
+		if err := q.Order("started_at DESC").Find(&recs).Error; err != nil {
+			return fmt.Errorf("runtime: usage: %w", err)
+		}
+		byKind := map[string]*UsageTotal{}
+		for _, u := range recs {
+			t := byKind[u.Kind]
+			if t == nil {
+				t = &UsageTotal{Kind: u.Kind, Unit: u.Unit}
+				byKind[u.Kind] = t
+			}
+			t.Quantity += u.Quantity
+			t.Credits += u.Credits
+			t.Records++
+			out.Credits += u.Credits
+			if len(out.Records) < 200 {
+				out.Records = append(out.Records, UsageRecordView{ID: u.ID, Kind: u.Kind, Session: u.SessionID, Agent: u.AgentID,
+					Subject: u.Subject, Quantity: u.Quantity, Unit: u.Unit, Credits: u.Credits, StartedAt: u.StartedAt, EndedAt: u.EndedAt})
+			}
+		}
+		// Known kinds first, in a fixed order; any other kind after them, by name.
+		order := []string{UsageFunctionSeconds, UsageMachineSeconds, UsageArchiveBytes}
+		for _, k := range slices.Sorted(maps.Keys(byKind)) {
+			if !slices.Contains(order, k) {
+				order = append(order, k)
+			}
+		}
+		for _, k := range order {
+			if t := byKind[k]; t != nil {
+				out.Totals = append(out.Totals, *t)
+			}
+		}
+		return nil
+	})
+	return out, err
 }

@@ -67,6 +67,7 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"Sandbox.get", http.MethodGet, "/sandboxes/:sandbox", h.APISandboxGet},
 		{"Archive.download", http.MethodGet, "/sandboxes/:sandbox/archive", h.DownloadArchive},
 		{"Archive.delete", http.MethodDelete, "/sandboxes/:sandbox/archive", h.APIArchiveDelete},
+		{"Usage.get", http.MethodGet, "/usage", h.APIUsageGet},
 		{"User.list", http.MethodGet, "/users", h.APIUserList},
 		{"User.invite", http.MethodPost, "/users", h.APIUserInvite},
 		{"User.update", http.MethodPatch, "/users/:user", h.APIUserUpdate},
@@ -163,7 +164,7 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.POST("/vaults/:vault/credentials", h.SetCredential)
 	con.POST("/vaults/:vault/credentials/:credential/delete", h.DeleteCredential)
 	con.POST("/vaults/:vault/delete", h.DeleteVault)
-	con.GET("/usage", h.Placeholder("usage", "Usage", "Machine time, function time and archive storage.", "No usage recorded yet."))
+	con.GET("/usage", h.Usage)
 
 	mcpEndpoint := handlers.NewMCP(h)
 	e.Any("/mcp/sessions/:session", mcpEndpoint.Serve, h.RequireBearer)

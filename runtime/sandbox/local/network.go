@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,6 +48,9 @@ func (d *Driver) startSlirp(ctx context.Context, childPID int) (*exec.Cmd, error
 	}
 	cmd := exec.Command(slirp, append(args, strconv.Itoa(childPID), "tap0")...)
 	cmd.ExtraFiles = []*os.File{userns, readyW}
+	// A server killed outright must not leave slirp4netns behind, holding a
+	// namespace nobody will clean up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr := &tailBuffer{}
 	cmd.Stderr = stderr
 	err = cmd.Start()

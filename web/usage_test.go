@@ -1,0 +1,53 @@
+package web_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subako/subako/runtime"
+)
+
+func TestUsagePageAndAPI(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	tok := owner.token()
+	start := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	for _, u := range []runtime.Usage{
+		{Kind: runtime.UsageMachineSeconds, SessionID: "ses_a", AgentID: "ag_a", Subject: "sbx_1", Quantity: 3600, Unit: "second", Credits: 3600 * runtime.PriceMachineSecond, Start: start, End: start.Add(time.Hour)},
+		{Kind: runtime.UsageFunctionSeconds, SessionID: "ses_a", AgentID: "ag_a", Subject: "call_1", Quantity: 2, Unit: "second", Credits: 2 * runtime.PriceFunctionSecond, Start: start, End: start.Add(2 * time.Second)},
+		{Kind: runtime.UsageFunctionSeconds, SessionID: "ses_b", AgentID: "ag_b", Subject: "call_2", Quantity: 1, Unit: "second", Credits: runtime.PriceFunctionSecond, Start: start.AddDate(0, 1, 0), End: start.AddDate(0, 1, 0).Add(time.Second)},
+	} {
+		if err := e.rt.RecordUsage(t.Context(), u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rep struct {
+		Credits float64
+		Totals  []struct {
+			Kind     string
+			Quantity float64
+			Credits  float64
+		}
+	}
+	if st := e.api(tok, "GET", "/usage?from=2026-11-01&to=2026-12-01", nil, &rep); st != 200 {
+		t.Fatalf("Usage.get: %d", st)
+	}
+	// An hour of machine time is 100 SC ($1.00); two function seconds 0.02 SC; December's call is outside.
+	if len(rep.Totals) != 2 || rep.Totals[0].Kind != "function_seconds" || rep.Totals[0].Quantity != 2 ||
+		rep.Totals[1].Kind != "machine_seconds" || rep.Credits < 100.0199 || rep.Credits > 100.0201 {
+		t.Fatalf("November's usage: %+v", rep)
+	}
+	e.api(tok, "GET", "/usage?agent=ag_b", nil, &rep)
+	if len(rep.Totals) != 1 || rep.Totals[0].Quantity != 1 {
+		t.Fatalf("usage of agent ag_b: %+v", rep)
+	}
+	var p problem
+	if st := e.api(tok, "GET", "/usage?from=yesterday", nil, &p); st != 422 || p.Field != "from" {
+		t.Fatalf("a bad date: %d %+v", st, p)
+	}
+	_, page := owner.get("/usage?from=2026-11-01&to=2026-12-01")
+	if !strings.Contains(page, "Sandbox machine time") || !strings.Contains(page, "100.02 SC") || strings.Contains(page, "call_2") {
+		t.Fatal("the Usage page does not show November's totals")
+	}
+}
