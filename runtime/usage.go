@@ -94,7 +94,7 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 		q := r.db.WithContext(ctx).Model(&models.UsageRecord{})
 		for _, b := range []struct {
 			field, value, cond string
-			into          **time.Time
+			into               **time.Time
 		}{{"from", f.From, "ended_at >= ?", &out.From}, {"to", f.To, "started_at < ?", &out.To}} {
 			if b.value == "" {
 				continue
