@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/subako/subako/runtime"
@@ -30,16 +29,17 @@ func offline(name string, args []string, extra func(fs *flag.FlagSet)) (*runtime
 	return runtime.New(db, runtime.Options{Log: log}), func() { db.Close() }, nil
 }
 
-func userCmd(args []string) error {
+func userCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 || args[0] != "add" {
 		return fmt.Errorf("usage: subako user add --email E --access owner|admin|member|viewer [--password-stdin]")
 	}
-	var email, access string
+	var email, access, baseURL string
 	var pwStdin bool
 	rt, done, err := offline("user add", args[1:], func(fs *flag.FlagSet) {
 		fs.StringVar(&email, "email", "", "the person's email")
 		fs.StringVar(&access, "access", "", "owner, admin, member or viewer")
 		fs.BoolVar(&pwStdin, "password-stdin", false, "read the password from standard input")
+		fs.StringVar(&baseURL, "base-url", "http://127.0.0.1:8080", "the console's public URL, for the invitation link")
 	})
 	if err != nil {
 		return err
@@ -47,7 +47,7 @@ func userCmd(args []string) error {
 	defer done()
 	var pw string
 	if pwStdin {
-		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		line, err := bufio.NewReader(stdin).ReadString('\n')
 		if err != nil && err != io.EOF {
 			return err
 		}
@@ -60,14 +60,14 @@ func userCmd(args []string) error {
 		return err
 	}
 	if inv.Token != "" {
-		fmt.Printf("invited %s as %s; this link works once: /invite/%s\n", inv.Email, inv.Access, inv.Token)
+		fmt.Fprintf(stdout, "invited %s as %s; this link works once: %s/invite/%s\n", inv.Email, inv.Access, strings.TrimRight(baseURL, "/"), inv.Token)
 		return nil
 	}
-	fmt.Printf("added %s as %s (%s)\n", u.Email, u.Access, u.ID)
+	fmt.Fprintf(stdout, "added %s as %s (%s)\n", u.Email, u.Access, u.ID)
 	return nil
 }
 
-func tokenCmd(args []string) error {
+func tokenCmd(args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
 		return fmt.Errorf("usage: subako token create --email E [--name N] [--expires 24h]")
 	}
@@ -90,6 +90,6 @@ func tokenCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(t.Token)
+	fmt.Fprintln(stdout, t.Token)
 	return nil
 }

@@ -36,9 +36,9 @@ func main() {
 	case "migrate":
 		err = migrate(args)
 	case "user":
-		err = userCmd(args)
+		err = userCmd(args, os.Stdin, os.Stdout)
 	case "token":
-		err = tokenCmd(args)
+		err = tokenCmd(args, os.Stdout)
 	case "do":
 		err = doCmd(args, os.Stdin, os.Stdout)
 	case "-h", "--help", "help":
