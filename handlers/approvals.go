@@ -2,10 +2,8 @@ package handlers
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -287,7 +285,8 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 			}
 			return nil
 		}
-		if !awaitApprovals(ctx(c), out, events, beat.C) {
+		// A session's end expires its approvals too.
+		if !out.await(ctx(c), events, beat.C, func(ev runtime.Event) bool { return ev.Kind == "approval" || ev.Kind == "session" }) {
 			return nil
 		}
 		if p, err = h.RT.AuthenticateSession(ctx(c), sid); err != nil {
@@ -305,29 +304,4 @@ func (h *Handlers) pushQueue(c echo.Context, out *sseStream, p runtime.Principal
 		return err
 	}
 	return http.NewResponseController(out.w).Flush()
-}
-
-// awaitApprovals waits for a change to any approval (a session's end expires
-// its approvals too), sending heartbeats meanwhile; false when the client has gone.
-func awaitApprovals(cx context.Context, out *sseStream, events <-chan runtime.Event, beat <-chan time.Time) bool {
-	for {
-		select {
-		case <-cx.Done():
-			return false
-		case <-beat:
-			if _, err := io.WriteString(out.w, ": keep-alive\n\n"); err != nil {
-				return false
-			}
-			if http.NewResponseController(out.w).Flush() != nil {
-				return false
-			}
-		case ev, ok := <-events:
-			if !ok {
-				return false
-			}
-			if ev.Kind == "approval" || ev.Kind == "session" {
-				return settle(cx, events)
-			}
-		}
-	}
 }

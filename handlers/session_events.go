@@ -51,7 +51,7 @@ func (h *Handlers) SessionEvents(c echo.Context) error {
 			}
 			return nil
 		}
-		if !out.await(ctx(c), events, id, beat.C) {
+		if !out.await(ctx(c), events, beat.C, func(ev runtime.Event) bool { return ev.SessionID == id }) {
 			return nil
 		}
 	}
@@ -112,9 +112,9 @@ func (s *sseStream) send(cx context.Context, name string, comp templ.Component) 
 	return err
 }
 
-// await waits for a change to this session, sending heartbeats meanwhile; it
-// reports false when the client has gone.
-func (s *sseStream) await(cx context.Context, events <-chan runtime.Event, id string, beat <-chan time.Time) bool {
+// await waits for an event that matters to this stream, sending heartbeats
+// meanwhile; it reports false when the client has gone or the server stops.
+func (s *sseStream) await(cx context.Context, events <-chan runtime.Event, beat <-chan time.Time, matters func(runtime.Event) bool) bool {
 	for {
 		select {
 		case <-cx.Done():
@@ -130,7 +130,7 @@ func (s *sseStream) await(cx context.Context, events <-chan runtime.Event, id st
 			if !ok {
 				return false
 			}
-			if ev.SessionID == id {
+			if matters(ev) {
 				return settle(cx, events)
 			}
 		}
