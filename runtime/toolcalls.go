@@ -269,13 +269,19 @@ func checkInput(t offered, raw json.RawMessage) (json.RawMessage, error) {
 var schemaKeywords = map[string]bool{"required": true, "type": true, "additionalProperties": true, "minProperties": true,
 	"maxProperties": true, "allOf": true, "anyOf": true, "oneOf": true, "not": true, "enum": true, "const": true}
 
-var longQuoted = regexp.MustCompile(`"[^"]{60,}"`)
+var (
+	longQuoted = regexp.MustCompile(`"[^"]{60,}"`)
+	// The validator prints numbers as fractions and floats: 5000/1, 3600.000000.
+	fraction  = regexp.MustCompile(`\b(-?\d+)/1\b`)
+	zeroFloat = regexp.MustCompile(`\b(-?\d+)\.0+\b`)
+)
 
 // schemaMessage turns the validator's message into the field it concerns
 // (input.command) and a sentence that does not repeat a long value back.
 func schemaMessage(err error) (field, msg string) {
 	msg = strings.TrimPrefix(err.Error(), "validating root: ")
 	msg = strings.ReplaceAll(msg, "validating /properties/", "")
+	msg = zeroFloat.ReplaceAllString(fraction.ReplaceAllString(msg, "$1"), "$1")
 	msg = longQuoted.ReplaceAllStringFunc(msg, func(q string) string {
 		return fmt.Sprintf("%s…\" (%d characters)", q[:30], utf8.RuneCountInString(q)-2)
 	})

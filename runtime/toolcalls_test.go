@@ -15,7 +15,8 @@ func TestCheckInputNamesTheField(t *testing.T) {
 	cases := []struct{ input, field, says string }{
 		{`{"command":"` + long + `"}`, "input.command", "9000 characters"},
 		{`{}`, "input", "command"},
-		{`{"command":"ls","timeout_secs":0}`, "input.timeout_secs", "minimum"},
+		{`{"command":"ls","timeout_secs":0}`, "input.timeout_secs", "minimum: 0 is less than 1"},
+		{`{"command":"ls","timeout_secs":5000}`, "input.timeout_secs", "maximum: 5000 is greater than 3600"},
 		{`{"command":"ls","env":{"A":1}}`, "input.env", "string"},
 		{`{"command":"ls","colour":"red"}`, "input", "colour"},
 		{`[1]`, "input", "object"},
