@@ -58,6 +58,8 @@ func usageQuantity(q float64, unit string) string {
 	switch unit {
 	case "second", "seconds", "s":
 		return fmt.Sprintf("%.1f s", q)
+	case "GB-hour":
+		return fmt.Sprintf("%.4f GB-hours", q)
 	}
 	return fmt.Sprintf("%.0f %s", q, unit)
 }

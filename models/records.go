@@ -221,6 +221,7 @@ type ToolCall struct {
 	ByLabel         string
 	Client          string
 	ClaimedBy       string
+	ClaimedAt       *time.Time
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	FinishedAt      *time.Time

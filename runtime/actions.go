@@ -72,10 +72,12 @@ func accessLabel(p Principal) string {
 }
 
 func (r *Runtime) record(ctx context.Context, p Principal, verb string, a *act, verdict, reason string) {
+	// Every field is bounded: some come from callers (a model's name, a
+	// sign-in's email), and the audit log must not be a way to fill the disk.
 	rec := models.Action{
-		ID: newID("act"), Verb: verb, ByKind: string(p.Kind), ByID: p.ID, ByLabel: p.Label,
-		Targets: strings.Join(a.targets, " "), Verdict: verdict, Reason: truncate(reason, 1000),
-		Model: a.model, Version: a.version, CreatedAt: r.now(),
+		ID: newID("act"), Verb: truncate(verb, 100), ByKind: string(p.Kind), ByID: truncate(p.ID, 100), ByLabel: truncate(p.Label, 200),
+		Targets: truncate(strings.Join(a.targets, " "), 1000), Verdict: verdict, Reason: truncate(reason, 1000),
+		Model: truncate(a.model, 200), Version: truncate(a.version, 100), CreatedAt: r.now(),
 	}
 	// The record is written outside the verb's transaction on purpose: a refusal
 	// or a failure rolls the verb back but must still be on the audit log.

@@ -155,6 +155,12 @@ func (r *Runtime) AgentDelete(ctx context.Context, p Principal, id string) error
 		if _, err := r.loadAgent(ctx, id); err != nil {
 			return err
 		}
+		// Sessions keep the record of what ran: an agent that has run stays.
+		var n int64
+		r.db.WithContext(ctx).Model(&models.Session{}).Where("agent_id = ?", id).Count(&n)
+		if n > 0 {
+			return conflict("agent_has_sessions", fmt.Sprintf("the agent has %d session(s): their records keep it; delete is for agents that never ran", n))
+		}
 		return r.db.WithContext(ctx).Delete(&models.Agent{}, "id = ?", id).Error
 	}, id)
 }

@@ -167,7 +167,13 @@ var errBadLogin = &Error{Kind: KindUnauthenticated, Code: "invalid_credentials",
 func (r *Runtime) Login(ctx context.Context, email, password string) (string, UserView, error) {
 	var sid string
 	var out UserView
-	err := r.runOpen(ctx, Principal{Kind: PrincipalAnonymous, ID: "anonymous", Label: strings.TrimSpace(email)}, "User.login", func(a *act) error {
+	// The label is what the audit log shows for a failed sign-in: only a
+	// well-formed email is worth keeping, and never more than that.
+	label := "anonymous"
+	if e, err := checkEmail(email); err == nil {
+		label = e
+	}
+	err := r.runOpen(ctx, Principal{Kind: PrincipalAnonymous, ID: "anonymous", Label: label}, "User.login", func(a *act) error {
 		var u models.User
 		err := r.db.WithContext(ctx).First(&u, "email = ?", strings.ToLower(strings.TrimSpace(email))).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -182,8 +188,11 @@ func (r *Runtime) Login(ctx context.Context, email, password string) (string, Us
 		if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
 			return errBadLogin
 		}
-		ws := models.WebSession{ID: newID("ws") + newID(""), UserID: u.ID, CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.WebSessionTTL)}
-		sid, out = ws.ID, userView(u)
+		// Only the hash is stored: the id in the cookie is a credential.
+		var hash string
+		sid, hash = newSecret("ws")
+		ws := models.WebSession{ID: hash, UserID: u.ID, CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.WebSessionTTL)}
+		out = userView(u)
 		return r.db.WithContext(ctx).Create(&ws).Error
 	})
 	return sid, out, err
@@ -192,7 +201,7 @@ func (r *Runtime) Login(ctx context.Context, email, password string) (string, Us
 // Logout ends a browser session.
 func (r *Runtime) Logout(ctx context.Context, p Principal, sessionID string) error {
 	return r.runOpen(ctx, p, "User.logout", func(a *act) error {
-		return r.db.WithContext(ctx).Delete(&models.WebSession{}, "id = ?", sessionID).Error
+		return r.db.WithContext(ctx).Delete(&models.WebSession{}, "id = ?", hashSecret(sessionID)).Error
 	})
 }
 
@@ -203,7 +212,7 @@ func (r *Runtime) AuthenticateSession(ctx context.Context, id string) (Principal
 		return Anonymous, ErrUnauthenticated
 	}
 	var ws models.WebSession
-	if err := r.db.WithContext(ctx).First(&ws, "id = ?", id).Error; err != nil || !r.now().Before(ws.ExpiresAt) {
+	if err := r.db.WithContext(ctx).First(&ws, "id = ?", hashSecret(id)).Error; err != nil || !r.now().Before(ws.ExpiresAt) {
 		return Anonymous, ErrUnauthenticated
 	}
 	var u models.User

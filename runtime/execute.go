@@ -74,8 +74,19 @@ func (r *Runtime) executeResolved(id string, resolved *offered) {
 	r.publish(Event{Kind: "call", ID: id, SessionID: call.SessionID, State: CallRunning})
 	out, err := r.dispatch(ctx, call, resolved)
 	if errors.Is(err, errWaitClient) {
-		r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ?", id).Update("status", CallWaitingClient)
-		r.publish(Event{Kind: "call", ID: id, SessionID: call.SessionID, State: CallWaitingClient})
+		// Only a call of a session still active waits for its answer; if the
+		// session ended while the call started, the call is refused as its
+		// other open calls were.
+		active := r.db.Model(&models.Session{}).Select("id").Where("state = ?", SessionActive)
+		res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ? AND session_id IN (?)", id, CallRunning, active).
+			Update("status", CallWaitingClient)
+		state := CallWaitingClient
+		if res.RowsAffected == 0 {
+			state = CallRefused
+			r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", id, CallRunning).
+				Updates(map[string]any{"status": CallRefused, "reason": "the session ended", "finished_at": r.now()})
+		}
+		r.publish(Event{Kind: "call", ID: id, SessionID: call.SessionID, State: state})
 		return
 	}
 	r.finishCall(ctx, call, CallRunning, out, err)
@@ -172,7 +183,7 @@ func (r *Runtime) runMCP(ctx context.Context, s models.Session, t offered, input
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.mcp.Call(ctx, t.URL, credID, attach, t.Tool.Tool, input)
+	res, err := r.mcp.Call(ctx, t.URL, mcpPoolKey(s.ID, credID), attach, t.Tool.Tool, input)
 	if err != nil {
 		return nil, err
 	}

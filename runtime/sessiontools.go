@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/runtime/tools"
@@ -111,7 +112,12 @@ func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh b
 			return defs, true
 		}
 	}
-	found, err := r.mcp.Discover(ctx, url, credID, attach)
+	// A server that just failed is not asked again at once: every call and
+	// page view of the session would otherwise wait on it.
+	if cached && !refresh && d.Error != "" && r.now().Sub(d.DiscoveredAt) < discoveryRetryAfter {
+		return nil, false
+	}
+	found, err := r.mcp.Discover(ctx, url, mcpPoolKey(sessionID, credID), attach)
 	d = models.MCPDiscovery{URL: url, CredentialID: credID, Tools: "[]", DiscoveredAt: r.now()}
 	var defs []tools.ToolDef
 	if err != nil {
@@ -131,6 +137,13 @@ func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh b
 	r.db.WithContext(ctx).Save(&d)
 	return defs, err == nil
 }
+
+// discoveryRetryAfter is how long a failed discovery stands before the next try.
+const discoveryRetryAfter = time.Minute
+
+// mcpPoolKey scopes an upstream MCP session to one Subako session and its
+// credential: servers that keep state per MCP session never mix customers.
+func mcpPoolKey(sessionID, credID string) string { return sessionID + "/" + credID }
 
 // redactURL keeps a URL's origin and path for logs, never its query.
 func redactURL(u string) string {

@@ -294,21 +294,46 @@ func schemaMessage(err error) (field, msg string) {
 
 // waitCall waits until the call is final or d passes, then returns it.
 func (r *Runtime) waitCall(ctx context.Context, id string, d time.Duration) (ToolCallView, error) {
+	var v ToolCallView
+	err := r.waitFor(ctx, d, func(e Event) bool { return e.ID == id }, func() (bool, error) {
+		var err error
+		v, err = r.callByID(ctx, id)
+		return err != nil || !v.Open(), err
+	})
+	return v, err
+}
+
+// recheckEvery bounds how long a waiter trusts events alone: another replica's
+// decision publishes nothing here, so the record is re-read this often anyway.
+const recheckEvery = 2 * time.Second
+
+// waitFor calls done until it reports true, waking on matching events, on a
+// periodic re-read, and giving up when d passes, ctx ends or the server stops.
+func (r *Runtime) waitFor(ctx context.Context, d time.Duration, matters func(Event) bool, done func() (bool, error)) error {
 	events, stop := r.Subscribe()
 	defer stop()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	recheck := time.NewTicker(recheckEvery)
+	defer recheck.Stop()
 	for {
-		v, err := r.callByID(ctx, id)
-		if err != nil || !v.Open() {
-			return v, err
+		if ok, err := done(); ok || err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return v, nil
-		case <-timer.C:
-			return v, nil
-		case <-events:
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-timer.C:
+				return nil
+			case <-recheck.C:
+				waiting = false
+			case e, open := <-events:
+				if !open {
+					return nil // the server is stopping
+				}
+				waiting = !matters(e)
+			}
 		}
 	}
 }

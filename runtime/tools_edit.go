@@ -92,20 +92,17 @@ func (r *Runtime) VersionRemoveGrant(ctx context.Context, p Principal, version, 
 }
 
 func (r *Runtime) editConfig(ctx context.Context, p Principal, version string, edit func(map[string][]json.RawMessage)) (VersionView, error) {
-	v, err := r.loadVersion(ctx, version)
-	if err != nil {
-		return r.VersionUpdate(ctx, p, version, nil) // records and answers the not-found like any update
-	}
-	cfg := map[string][]json.RawMessage{}
-	_ = json.Unmarshal([]byte(v.Config), &cfg)
-	edit(cfg)
-	for k, list := range cfg {
-		if len(list) == 0 {
-			delete(cfg, k)
+	return r.updateConfig(ctx, p, version, func(current string) ([]byte, error) {
+		cfg := map[string][]json.RawMessage{}
+		_ = json.Unmarshal([]byte(current), &cfg)
+		edit(cfg)
+		for k, list := range cfg {
+			if len(list) == 0 {
+				delete(cfg, k)
+			}
 		}
-	}
-	raw, _ := json.Marshal(cfg)
-	return r.VersionUpdate(ctx, p, version, raw)
+		return json.Marshal(cfg)
+	})
 }
 
 func configKey(kind string) string {

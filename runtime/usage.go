@@ -105,6 +105,9 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 					return invalid(b.field, "invalid_time", b.field+" must be a date (2026-11-29) or an RFC 3339 time")
 				}
 			}
+			// SQLite compares timestamps as text: a time with another offset
+			// must be given in UTC, as they are stored.
+			t = t.UTC()
 			*b.into = &t
 			q = q.Where(b.cond, t)
 		}
@@ -120,12 +123,13 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 		}
 		byKind := map[string]*UsageTotal{}
 		for _, u := range recs {
+			quantity, unit := totalOf(u)
 			t := byKind[u.Kind]
 			if t == nil {
-				t = &UsageTotal{Kind: u.Kind, Unit: u.Unit}
+				t = &UsageTotal{Kind: u.Kind, Unit: unit}
 				byKind[u.Kind] = t
 			}
-			t.Quantity += u.Quantity
+			t.Quantity += quantity
 			t.Credits += u.Credits
 			t.Records++
 			out.Credits += u.Credits
@@ -149,4 +153,14 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 		return nil
 	})
 	return out, err
+}
+
+// totalOf is what a record adds to its kind's total. Archive records hold the
+// archive's size over a stretch of time: summing sizes means nothing, so
+// storage adds up in GB-hours.
+func totalOf(u models.UsageRecord) (float64, string) {
+	if u.Kind == UsageArchiveBytes {
+		return u.Quantity * u.EndedAt.Sub(u.StartedAt).Hours() / 1e9, "GB-hour"
+	}
+	return u.Quantity, u.Unit
 }

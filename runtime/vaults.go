@@ -60,6 +60,9 @@ func (r *Runtime) VaultCreate(ctx context.Context, p Principal, in VaultInput) (
 		case n > 64:
 			return invalid("name", "name_too_long", fmt.Sprintf("name must be at most 64 characters; it has %d", n))
 		}
+		if strings.HasPrefix(name, "vlt_") {
+			return invalid("name", "name_reserved", "vault names may not start with vlt_, which is how vault ids start")
+		}
 		if utf8.RuneCountInString(in.Description) > 2000 {
 			return invalid("description", "description_too_long", "description must be at most 2,000 characters")
 		}
@@ -109,9 +112,14 @@ func (r *Runtime) vaultView(ctx context.Context, v models.Vault) (VaultView, err
 	return view, nil
 }
 
+// loadVault finds a vault by id, then by name; names may not look like ids,
+// so a reference never means two vaults.
 func (r *Runtime) loadVault(ctx context.Context, ref string) (models.Vault, error) {
 	var v models.Vault
-	err := r.db.WithContext(ctx).First(&v, "id = ? OR name = ?", ref, ref).Error
+	err := r.db.WithContext(ctx).First(&v, "id = ?", ref).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		err = r.db.WithContext(ctx).First(&v, "name = ?", ref).Error
+	}
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return v, notFound("vault", ref)
 	}
@@ -140,13 +148,15 @@ func (r *Runtime) VaultDelete(ctx context.Context, p Principal, ref string) erro
 			return err
 		}
 		a.target(v.ID)
-		var n int64
-		r.db.WithContext(ctx).Table("session_vaults").Joins("JOIN sessions ON sessions.id = session_vaults.session_id").
-			Where("session_vaults.vault_id = ? AND sessions.state = ?", v.ID, SessionActive).Count(&n)
-		if n > 0 {
-			return conflict("vault_in_use", fmt.Sprintf("vault %s is bound to %d running session(s): end them first", v.Name, n))
-		}
+		// The check and the deletion are one transaction, so a session created
+		// in between cannot lose its credentials.
 		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var n int64
+			tx.Table("session_vaults").Joins("JOIN sessions ON sessions.id = session_vaults.session_id").
+				Where("session_vaults.vault_id = ? AND sessions.state = ?", v.ID, SessionActive).Count(&n)
+			if n > 0 {
+				return conflict("vault_in_use", fmt.Sprintf("vault %s is bound to %d running session(s): end them first", v.Name, n))
+			}
 			if err := tx.Where("vault_id = ?", v.ID).Delete(&models.SessionVault{}).Error; err != nil {
 				return err
 			}
@@ -182,23 +192,43 @@ func (r *Runtime) CredentialSet(ctx context.Context, p Principal, in CredentialI
 		if err := firstErr(c.Validate(), vault.ValidateSecret(in.Secret)); err != nil {
 			return vaultFieldError(err)
 		}
-		var rec models.Credential
-		err = r.db.WithContext(ctx).First(&rec, "vault_id = ? AND prefix = ?", v.ID, c.Prefix).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			rec = models.Credential{ID: newID("cred"), VaultID: v.ID, Prefix: c.Prefix, CreatedAt: r.now()}
-		} else if err != nil {
-			return err
-		}
-		rec.Type, rec.HeaderName, rec.Username, rec.UpdatedAt = c.Type, c.HeaderName, c.Username, r.now()
-		// The credential's id is the AAD: a sealed secret cannot be moved to another row.
-		if rec.KeyID, rec.Ciphertext, err = r.opts.Keys.Seal([]byte(in.Secret), []byte(rec.ID)); err != nil {
-			return fmt.Errorf("runtime: seal credential: %w", err)
+		rec, err := r.storeCredential(ctx, v.ID, c, in.Secret)
+		if err != nil && isUniqueViolation(err) {
+			// Another Credential.set made the same prefix's row just now: replace it.
+			rec, err = r.storeCredential(ctx, v.ID, c, in.Secret)
 		}
 		a.target(v.ID, rec.ID)
 		out = credentialView(rec)
-		return r.db.WithContext(ctx).Save(&rec).Error
+		return err
 	}, in.Vault)
 	return out, err
+}
+
+// storeCredential seals the secret for the prefix's row, new or existing.
+func (r *Runtime) storeCredential(ctx context.Context, vaultID string, c vault.Credential, secret string) (models.Credential, error) {
+	var rec models.Credential
+	err := r.db.WithContext(ctx).First(&rec, "vault_id = ? AND prefix = ?", vaultID, c.Prefix).Error
+	creating := errors.Is(err, gorm.ErrRecordNotFound)
+	if creating {
+		rec = models.Credential{ID: newID("cred"), VaultID: vaultID, Prefix: c.Prefix, CreatedAt: r.now()}
+	} else if err != nil {
+		return rec, err
+	}
+	rec.Type, rec.HeaderName, rec.Username, rec.UpdatedAt = c.Type, c.HeaderName, c.Username, r.now()
+	// The credential's id is the AAD: a sealed secret cannot be moved to another row.
+	if rec.KeyID, rec.Ciphertext, err = r.opts.Keys.Seal([]byte(secret), []byte(rec.ID)); err != nil {
+		return rec, fmt.Errorf("runtime: seal credential: %w", err)
+	}
+	if creating {
+		return rec, r.db.WithContext(ctx).Create(&rec).Error
+	}
+	return rec, r.db.WithContext(ctx).Save(&rec).Error
+}
+
+// isUniqueViolation recognises a unique-constraint failure on either database.
+func isUniqueViolation(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "duplicate key value")
 }
 
 func firstErr(errs ...error) error {

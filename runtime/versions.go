@@ -169,27 +169,46 @@ func (r *Runtime) VersionGet(ctx context.Context, p Principal, id string) (Versi
 // VersionUpdate is Version.update: replaces a draft's config whole. A
 // published version answers version_published and is left as it was.
 func (r *Runtime) VersionUpdate(ctx context.Context, p Principal, id string, config []byte) (VersionView, error) {
+	return r.updateConfig(ctx, p, id, func(string) ([]byte, error) { return config, nil })
+}
+
+// updateConfig is Version.update with the new config derived from the
+// current one. It checks the config outside any transaction (the catalog reads
+// must not wait on SQLite's write lock), then writes it only if the stored
+// config is still the one it started from; if another save came first, it
+// derives again from that one, so no edit is lost.
+func (r *Runtime) updateConfig(ctx context.Context, p Principal, id string, next func(current string) ([]byte, error)) (VersionView, error) {
 	var out VersionView
 	err := r.run(ctx, p, "Version.update", func(a *act) error {
-		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			var v models.Version
-			if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).First(&v, "id = ?", id).Error; err != nil {
-				if errors.Is(err, gorm.ErrRecordNotFound) {
-					return notFound("version", id)
-				}
+		for range 20 {
+			v, err := r.loadVersion(ctx, id)
+			if err != nil {
 				return err
 			}
 			if v.State != StateDraft {
 				return errPublished
 			}
-			cfg, err := r.canonical(ctx, config)
+			raw, err := next(v.Config)
 			if err != nil {
 				return err
 			}
-			v.Config, v.UpdatedAt = cfg, r.now()
-			out = versionView(v)
-			return tx.Model(&v).Updates(map[string]any{"config": v.Config, "updated_at": v.UpdatedAt}).Error
-		})
+			cfg, err := r.canonical(ctx, raw)
+			if err != nil {
+				return err
+			}
+			now := r.now()
+			res := r.db.WithContext(ctx).Model(&models.Version{}).Where("id = ? AND state = ? AND config = ?", id, StateDraft, v.Config).
+				Updates(map[string]any{"config": cfg, "updated_at": now})
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 1 {
+				v.Config, v.UpdatedAt = cfg, now
+				out = versionView(v)
+				return nil
+			}
+		}
+		return conflict("version_busy", "the version kept changing while saving: try again")
 	}, id)
 	return out, err
 }

@@ -5,6 +5,7 @@ package web
 import (
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -45,10 +46,22 @@ func New(rt *runtime.Runtime, cfg Config) *echo.Echo {
 	e.HTTPErrorHandler = h.ErrorHandler
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	e.Use(middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, crossOrigin(), middleware.BodyLimit("64M"))
+	e.Use(middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, crossOrigin(), bodyLimits())
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	routes(e, h, rt)
 	return e
+}
+
+// uploadPaths take packages and skills (up to 64 MB); every other request body
+// is small, and a large one is refused before it is read.
+var uploadPaths = []string{"/api/v1/functions", "/functions", "/api/v1/skills", "/skills"}
+
+func bodyLimits() echo.MiddlewareFunc {
+	small := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "4M", Skipper: func(c echo.Context) bool {
+		return slices.Contains(uploadPaths, c.Request().URL.Path)
+	}})
+	large := middleware.BodyLimit("64M")
+	return func(next echo.HandlerFunc) echo.HandlerFunc { return large(small(next)) }
 }
 
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {

@@ -17,6 +17,7 @@ func TestUsagePageAndAPI(t *testing.T) {
 		{Kind: runtime.UsageMachineSeconds, SessionID: "ses_a", AgentID: "ag_a", Subject: "sbx_1", Quantity: 3600, Unit: "second", Credits: 3600 * runtime.PriceMachineSecond, Start: start, End: start.Add(time.Hour)},
 		{Kind: runtime.UsageFunctionSeconds, SessionID: "ses_a", AgentID: "ag_a", Subject: "call_1", Quantity: 2, Unit: "second", Credits: 2 * runtime.PriceFunctionSecond, Start: start, End: start.Add(2 * time.Second)},
 		{Kind: runtime.UsageFunctionSeconds, SessionID: "ses_b", AgentID: "ag_b", Subject: "call_2", Quantity: 1, Unit: "second", Credits: runtime.PriceFunctionSecond, Start: start.AddDate(0, 1, 0), End: start.AddDate(0, 1, 0).Add(time.Second)},
+		{Kind: runtime.UsageArchiveBytes, SessionID: "ses_a", AgentID: "ag_a", Subject: "sbx_1", Quantity: 2e9, Unit: "byte", Start: start, End: start.Add(3 * time.Hour)},
 	} {
 		if err := e.rt.RecordUsage(t.Context(), u); err != nil {
 			t.Fatal(err)
@@ -34,7 +35,17 @@ func TestUsagePageAndAPI(t *testing.T) {
 		t.Fatalf("Usage.get: %d", st)
 	}
 	// An hour of machine time is 100 SC ($1.00); two function seconds 0.02 SC; December's call is outside.
-	if len(rep.Totals) != 2 || rep.Totals[0].Kind != "function_seconds" || rep.Totals[0].Quantity != 2 ||
+	// A 2 GB archive kept 3 hours is 6 GB-hours of storage, not 2 GB summed per record.
+	if len(rep.Totals) != 3 || rep.Totals[2].Kind != "archive_bytes" || rep.Totals[2].Quantity != 6 {
+		t.Fatalf("archive storage: %+v", rep.Totals)
+	}
+	// A time with another offset selects the same window.
+	var shifted struct{ Totals []struct{ Kind string } }
+	e.api(tok, "GET", "/usage?from=2026-11-02T12:30:00%2B02:00&to=2026-11-03T00:00:00%2B02:00", nil, &shifted)
+	if len(shifted.Totals) != 2 || shifted.Totals[0].Kind != "machine_seconds" {
+		t.Fatalf("records overlapping 10:30Z onwards: %+v", shifted)
+	}
+	if len(rep.Totals) != 3 || rep.Totals[0].Kind != "function_seconds" || rep.Totals[0].Quantity != 2 ||
 		rep.Totals[1].Kind != "machine_seconds" || rep.Credits < 100.0199 || rep.Credits > 100.0201 {
 		t.Fatalf("November's usage: %+v", rep)
 	}

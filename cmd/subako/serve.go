@@ -84,7 +84,8 @@ func serve(args []string) error {
 		// Printed to stdout, not the log: it is a one-time credential for the person at the terminal.
 		fmt.Printf("\nNo one has an account yet. Create the owner account (this link works once):\n\n    %s/setup/%s\n\n", c.BaseURL, token)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	// No WriteTimeout: live pages and MCP calls stream for as long as they wait.
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 5 * time.Minute, IdleTimeout: 2 * time.Minute}
 	// Live pages hold their streams open; ending the runtime's events lets them finish.
 	hs.RegisterOnShutdown(rt.CloseEvents)
 	errc := make(chan error, 1)
