@@ -54,8 +54,16 @@ func Migrations(d Dialect) ([]Migration, error) {
 // Migrate applies every migration not yet recorded in schema_migrations, each in
 // its own transaction with its record, and returns the versions it applied.
 func (d *DB) Migrate() ([]int, error) {
-	if err := d.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMP NOT NULL)`).Error; err != nil {
+	// CREATE TABLE IF NOT EXISTS is not safe against itself on PostgreSQL:
+	// it too runs under the lock.
+	err := d.Transaction(func(tx *gorm.DB) error {
+		if err := d.lock(tx); err != nil {
+			return err
+		}
+		return tx.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMP NOT NULL)`).Error
+	})
+	if err != nil {
 		return nil, fmt.Errorf("models: create schema_migrations: %w", err)
 	}
 	all, err := Migrations(d.Dialect)
@@ -76,6 +84,15 @@ func (d *DB) Migrate() ([]int, error) {
 			continue
 		}
 		err := d.Transaction(func(tx *gorm.DB) error {
+			// Replicas starting together take turns on PostgreSQL; the second
+			// finds the migration recorded by the first and skips it.
+			if err := d.lock(tx); err != nil {
+				return err
+			}
+			var n int64
+			if err := tx.Raw(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.Version).Scan(&n).Error; err != nil || n > 0 {
+				return err
+			}
 			if err := tx.Exec(m.SQL).Error; err != nil {
 				return err
 			}
@@ -88,4 +105,13 @@ func (d *DB) Migrate() ([]int, error) {
 		ran = append(ran, m.Version)
 	}
 	return ran, nil
+}
+
+// lock makes replicas migrating one PostgreSQL database take turns, for the
+// rest of the transaction. SQLite's write lock already does.
+func (d *DB) lock(tx *gorm.DB) error {
+	if d.Dialect != Postgres {
+		return nil
+	}
+	return tx.Exec(`SELECT pg_advisory_xact_lock(7734201)`).Error
 }

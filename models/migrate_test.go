@@ -71,3 +71,25 @@ func TestOpenRejectsOtherURLs(t *testing.T) {
 		t.Fatal("a mysql URL was accepted")
 	}
 }
+
+// Servers starting at once over one database apply each migration once.
+func TestConcurrentMigrate(t *testing.T) {
+	dir, url := modelstest.Fresh(t)
+	const n = 3
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			db, err := models.Open(dir, url)
+			if err == nil {
+				_, err = db.Migrate()
+				db.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("a concurrent migrate failed: %v", err)
+		}
+	}
+}
