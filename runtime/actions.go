@@ -39,8 +39,7 @@ func (r *Runtime) run(ctx context.Context, p Principal, verb string, fn func(a *
 	a.target(targets...)
 	if !p.Can(verb) {
 		r.record(ctx, p, verb, a, VerdictRefused, "missing permission "+verb)
-		return &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied",
-			Detail: fmt.Sprintf("%s (%s) may not %s", p.Label, accessLabel(p), verb), MissingPermission: verb}
+		return denied(p, verb, "")
 	}
 	return r.finish(ctx, p, verb, a, fn(a))
 }

@@ -65,8 +65,7 @@ func (r *Runtime) UserInvite(ctx context.Context, p Principal, email, access str
 			return invalid("access", "invalid_access", "access must be one of owner, admin, member, viewer")
 		}
 		if access == AccessOwner && !p.Can("User.grant_owner") {
-			return &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied",
-				Detail: "only an owner may invite an owner", MissingPermission: "User.grant_owner"}
+			return denied(p, "User.grant_owner", "only an owner may invite an owner")
 		}
 		var n int64
 		r.db.WithContext(ctx).Model(&models.User{}).Where("email = ?", email).Count(&n)

@@ -71,6 +71,15 @@ func forbidden(code, detail string) *Error {
 	return &Error{Kind: KindForbidden, Code: code, Title: "Forbidden", Detail: detail}
 }
 
+// denied is the refusal of a verb p lacks the permission for; detail, when
+// given, says why in the terms of the target (an owner, an own call).
+func denied(p Principal, permission, detail string) *Error {
+	if detail == "" {
+		detail = fmt.Sprintf("%s (%s) may not %s", p.Label, accessLabel(p), permission)
+	}
+	return &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied", Detail: detail, MissingPermission: permission}
+}
+
 // ErrUnauthenticated answers a request with no valid credential.
 var ErrUnauthenticated = &Error{Kind: KindUnauthenticated, Code: "unauthenticated", Title: "Sign in required",
 	Detail: "this request needs a valid session or bearer token"}

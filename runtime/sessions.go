@@ -235,8 +235,7 @@ func (r *Runtime) Authenticate(ctx context.Context, secret string) (Principal, e
 // verbs they carry (Session.tools, ToolCall.create) are checked and recorded.
 func (r *Runtime) AuthorizeSession(ctx context.Context, p Principal, id string) error {
 	if !p.Can("Session.get") {
-		return &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied",
-			Detail: p.Label + " may not Session.get", MissingPermission: "Session.get"}
+		return denied(p, "Session.get", "")
 	}
 	s, err := r.loadSession(ctx, p, id)
 	if err == nil && s.State != SessionActive {

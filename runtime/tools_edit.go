@@ -12,8 +12,7 @@ import (
 // not recorded; it still needs the permission to edit the version.
 func (r *Runtime) CheckGrantName(ctx context.Context, p Principal, version, kind, name, current string) ([]FieldError, error) {
 	if !p.Can("Version.update") {
-		return nil, &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied",
-			Detail: p.Label + " may not Version.update", MissingPermission: "Version.update"}
+		return nil, denied(p, "Version.update", "")
 	}
 	v, err := r.loadVersion(ctx, version)
 	if err != nil {

@@ -120,8 +120,7 @@ func lockUser(tx *gorm.DB, id string) (models.User, error) {
 // checkOwnerChange guards owners: to is the new access level, "" for removal.
 func checkOwnerChange(tx *gorm.DB, p Principal, u models.User, to string) error {
 	if (u.Access == AccessOwner || to == AccessOwner) && !p.Can("User.grant_owner") {
-		return &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied",
-			Detail: "only an owner may add, change or remove an owner", MissingPermission: "User.grant_owner"}
+		return denied(p, "User.grant_owner", "only an owner may add, change or remove an owner")
 	}
 	if u.Access != AccessOwner || to == AccessOwner {
 		return nil
