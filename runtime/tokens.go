@@ -164,6 +164,9 @@ func (r *Runtime) UserCreate(ctx context.Context, p Principal, email, access, pa
 		if !ValidAccess(access) {
 			return invalid("access", "invalid_access", "access must be one of owner, admin, member, viewer")
 		}
+		if access == AccessOwner && !p.Can("User.grant_owner") {
+			return denied(p, "User.grant_owner", "only an owner may add an owner")
+		}
 		hash, err := hashPassword(password)
 		if err != nil {
 			return err
