@@ -3,12 +3,14 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subako/subako/runtime"
@@ -18,16 +20,43 @@ import (
 // SDK) at /mcp/sessions/:session: tools/list is Session.tools and tools/call
 // is ToolCall.create, so policies, approvals and records are the runtime's,
 // exactly as on the JSON API.
+//
+// Who acts is decided per message, from the bearer token of the HTTP request
+// that carried it, never from whoever opened the MCP session: a person whose
+// access was lowered, or whose token was revoked, loses it on their next call,
+// and the SDK refuses an MCP session id presented by anyone but its opener.
 type MCP struct {
 	h        *Handlers
 	mu       sync.Mutex
-	handlers map[string]http.Handler
+	sessions map[string]*mcpSession // by Subako session id
 }
 
-// NewMCP builds the MCP endpoint.
-func NewMCP(h *Handlers) *MCP { return &MCP{h: h, handlers: map[string]http.Handler{}} }
+// mcpSession is one Subako session's MCP endpoint: one SDK server (the SDK
+// asks for it on every HTTP request, so it is built once) behind its
+// streamable handler, wrapped in the SDK's bearer check.
+type mcpSession struct {
+	server  *mcp.Server
+	handler http.Handler
+}
 
-type mcpPrincipalKey struct{}
+// principalExtra is where the verifier leaves the Principal in the SDK's TokenInfo.
+const principalExtra = "principal"
+
+// NewMCP builds the MCP endpoint. It forgets a session's endpoint when the
+// session ends, so the map holds only live sessions.
+func NewMCP(h *Handlers) *MCP {
+	m := &MCP{h: h, sessions: map[string]*mcpSession{}}
+	events, _ := h.RT.Subscribe()
+	go func() {
+		// The channel closes when the runtime stops its events.
+		for e := range events {
+			if e.Kind == "session" && e.State == runtime.SessionEnded {
+				m.forget(e.SessionID)
+			}
+		}
+	}()
+	return m
+}
 
 // Serve answers one HTTP request of the MCP transport. Each Subako session has
 // its own SDK handler, so an MCP session id minted for one Subako session
@@ -36,49 +65,99 @@ func (m *MCP) Serve(c echo.Context) error {
 	id := c.Param("session")
 	// A session token reaches its own session only; the verbs inside are recorded.
 	if err := m.h.RT.AuthorizeSession(ctx(c), principal(c), id); err != nil {
+		if e, ok := runtime.AsError(err); ok && e.Code == "session_ended" {
+			// The ended event may have been missed by a slow subscriber.
+			m.forget(id)
+		}
 		return err
 	}
-	req := c.Request().WithContext(context.WithValue(ctx(c), mcpPrincipalKey{}, principal(c)))
-	m.handlerFor(id).ServeHTTP(c.Response(), req)
+	m.endpoint(id).handler.ServeHTTP(c.Response(), c.Request())
 	return nil
 }
 
-func (m *MCP) handlerFor(session string) http.Handler {
+func (m *MCP) endpoint(session string) *mcpSession {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if h, ok := m.handlers[session]; ok {
-		return h
+	if s, ok := m.sessions[session]; ok {
+		return s
 	}
-	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		p, _ := r.Context().Value(mcpPrincipalKey{}).(runtime.Principal)
-		return m.server(p, session)
-	}, &mcp.StreamableHTTPOptions{
+	srv := m.server(session)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: 30 * time.Minute,
 		// Every request carries a bearer token checked above; DNS rebinding
 		// cannot borrow a browser's cookies here, and the check would refuse
 		// a console behind a local reverse proxy.
 		DisableLocalhostProtection: true,
 	})
-	m.handlers[session] = h
-	return h
+	s := &mcpSession{server: srv, handler: auth.RequireBearerToken(m.verify, nil)(h)}
+	m.sessions[session] = s
+	return s
 }
 
-// server is the MCP server one agent connection talks to, acting as p.
-func (m *MCP) server(p runtime.Principal, session string) *mcp.Server {
+// forget drops an ended session's endpoint and closes its open MCP sessions.
+func (m *MCP) forget(session string) {
+	m.mu.Lock()
+	s, ok := m.sessions[session]
+	delete(m.sessions, session)
+	m.mu.Unlock()
+	if !ok {
+		return
+	}
+	for ss := range s.server.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// verify resolves the bearer token of each HTTP request again. The UserID it
+// returns binds an MCP session to the principal that opened it (the SDK
+// answers 403 to anyone else presenting its id); the Principal itself rides
+// along to the message handlers.
+func (m *MCP) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	p, err := m.h.RT.Authenticate(ctx, token)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+	}
+	return &auth.TokenInfo{
+		UserID: string(p.Kind) + ":" + p.ID,
+		// The token's own expiry and revocation are checked by Authenticate on
+		// every request; the SDK only needs a time that has not passed.
+		Expiration: time.Now().Add(24 * time.Hour),
+		Extra:      map[string]any{principalExtra: p},
+	}, nil
+}
+
+// server is the MCP server of one Subako session. Its handlers act as the
+// principal of each message's own HTTP request.
+func (m *MCP) server(session string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "subako", Title: "Subako session " + session, Version: "1"},
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			switch method {
-			case "tools/list":
-				return m.listTools(ctx, p, session)
-			case "tools/call":
-				return m.callTool(ctx, p, session, req.(*mcp.CallToolRequest))
+			if method != "tools/list" && method != "tools/call" {
+				return next(ctx, method, req)
 			}
-			return next(ctx, method, req)
+			p, err := messagePrincipal(req)
+			if err != nil {
+				return nil, err
+			}
+			if method == "tools/list" {
+				return m.listTools(ctx, p, session)
+			}
+			return m.callTool(ctx, p, session, req.(*mcp.CallToolRequest))
 		}
 	})
 	return srv
+}
+
+// messagePrincipal is who sent this message, as verify resolved the token of
+// the HTTP request that carried it.
+func messagePrincipal(req mcp.Request) (runtime.Principal, error) {
+	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+		if p, ok := extra.TokenInfo.Extra[principalExtra].(runtime.Principal); ok {
+			return p, nil
+		}
+	}
+	return runtime.Anonymous, runtime.ErrUnauthenticated
 }
 
 func (m *MCP) listTools(ctx context.Context, p runtime.Principal, session string) (*mcp.ListToolsResult, error) {

@@ -18,7 +18,7 @@ const benchToken = "bench-token-0123456789"
 // allowed) and a skill, and a session of it with the server's credential.
 func benchSession(b *testing.B) (*runtime.Runtime, runtime.Principal, string, string) {
 	ctx := b.Context()
-	rt := runtime.New(modelstest.Open(b), runtime.Options{})
+	rt := runtime.New(modelstest.Open(b), runtime.Options{AllowPrivateEgress: true}) // server-everything is on 127.0.0.1
 	b.Cleanup(rt.Close)
 	url := mcptest.StartEverything(b, benchToken)
 	must := func(err error) {

@@ -49,6 +49,10 @@ type Options struct {
 	MCPTimeout time.Duration
 	// ClientTimeout is how long a client tool call waits for its client.
 	ClientTimeout time.Duration
+	// AllowPrivateEgress lets MCP servers on loopback, private and
+	// link-local addresses be reached (--egress-allow-private); by default
+	// a version's URLs cannot lead into the server's own network.
+	AllowPrivateEgress bool
 }
 
 // Runtime holds what every verb needs.
@@ -92,7 +96,7 @@ func New(db *models.DB, opts Options) *Runtime {
 	if opts.ClientTimeout == 0 {
 		opts.ClientTimeout = 5 * time.Minute
 	}
-	return &Runtime{db: db, opts: opts, mcp: mcpclient.NewPool(mcpclient.Options{Timeout: opts.MCPTimeout}), events: newHub()}
+	return &Runtime{db: db, opts: opts, mcp: mcpclient.NewPool(mcpclient.Options{Timeout: opts.MCPTimeout, AllowPrivate: opts.AllowPrivateEgress}), events: newHub()}
 }
 
 // Close stops what the runtime runs in the background.

@@ -39,6 +39,7 @@ func newWorldWith(t *testing.T, config string, opts runtime.Options) *world {
 		opts.Clock = e.clock
 	}
 	opts.Log = quiet
+	opts.AllowPrivateEgress = true // the MCP server listens on 127.0.0.1
 	e.serve(runtime.New(modelstest.Open(t), opts))
 	w := &world{env: e, owner: e.owner().token(), mcpURL: mcptest.StartEverything(t, mcpToken)}
 	var v struct{ ID string }
@@ -80,6 +81,7 @@ func (w *world) restart(opts runtime.Options) {
 	w.srv.Close()
 	w.rt.Close()
 	opts.Log = quiet
+	opts.AllowPrivateEgress = true
 	rt := runtime.New(db, opts)
 	w.serve(rt)
 	rt.Start(w.t.Context(), 50*time.Millisecond)

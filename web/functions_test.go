@@ -60,13 +60,14 @@ func newFnEnv(t *testing.T) *fnEnv {
 	prev := slog.Default()
 	slog.SetDefault(log)
 	t.Cleanup(func() { slog.SetDefault(prev) })
-	eng, err := fn.New(context.Background(), fn.Config{DataDir: mods.DataDir})
+	// The fake APIs the functions fetch from listen on 127.0.0.1.
+	eng, err := fn.New(context.Background(), fn.Config{DataDir: mods.DataDir, AllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close(context.Background()) })
 	clk := &clock{now: time.Now().UTC()}
-	rt := runtime.New(modelstest.Open(t), runtime.Options{Clock: clk, Log: log})
+	rt := runtime.New(modelstest.Open(t), runtime.Options{Clock: clk, Log: log, AllowPrivateEgress: true})
 	rt.SetFunctionEngine(eng)
 	t.Cleanup(rt.Close)
 	e := &env{t: t, rt: rt, clock: clk}

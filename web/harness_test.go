@@ -45,7 +45,8 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	db := modelstest.Open(t)
 	clk := &clock{now: time.Now().UTC()}
-	rt := runtime.New(db, runtime.Options{Clock: clk, Log: quiet})
+	// The tests' MCP servers and fake APIs listen on 127.0.0.1.
+	rt := runtime.New(db, runtime.Options{Clock: clk, Log: quiet, AllowPrivateEgress: true})
 	e := &env{t: t, rt: rt, clock: clk}
 	key := []byte("0123456789abcdef0123456789abcdef")
 	var handler http.Handler

@@ -24,6 +24,10 @@ type Config struct {
 	SandboxRetireAfter time.Duration
 	ApprovalTimeout    time.Duration
 	LogLevel           string
+	// EgressAllowPrivate lets MCP servers and function origins on loopback,
+	// private and link-local addresses be reached, for servers whose tools
+	// live on their own network. Off, a version cannot reach inside it.
+	EgressAllowPrivate bool
 }
 
 // bindDB registers the flags every database-touching command shares.
@@ -40,6 +44,8 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.DurationVar(&c.SandboxRetireAfter, "sandbox-retire-after", 5*time.Hour, "suspended time before a sandbox is retired")
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", 24*time.Hour, "time before a pending approval expires")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&c.EgressAllowPrivate, "egress-allow-private", false,
+		"let MCP servers and function origins reach loopback, private and link-local addresses (cloud metadata included)")
 }
 
 // parseFlags applies environment fallbacks for flags not given on the command line.

@@ -27,8 +27,9 @@ var shippedPackages embed.FS
 // cached in the data folder so a restart does not recompile, gives it to the
 // runtime, loads every stored package, and installs the shipped packages that
 // are missing. A package that fails is logged; the server runs without it.
-func wireFunctions(ctx context.Context, rt *runtime.Runtime, dataDir string, log *slog.Logger) error {
-	e, err := fn.New(ctx, fn.Config{DataDir: dataDir})
+// allowPrivate is --egress-allow-private, for http_fetch.
+func wireFunctions(ctx context.Context, rt *runtime.Runtime, dataDir string, allowPrivate bool, log *slog.Logger) error {
+	e, err := fn.New(ctx, fn.Config{DataDir: dataDir, AllowPrivate: allowPrivate})
 	if err != nil {
 		return err
 	}

@@ -61,9 +61,9 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ApprovalTimeout: c.ApprovalTimeout})
+	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ApprovalTimeout: c.ApprovalTimeout, AllowPrivateEgress: c.EgressAllowPrivate})
 	defer rt.Close()
-	if err := wireFunctions(context.Background(), rt, c.Data, log); err != nil {
+	if err := wireFunctions(context.Background(), rt, c.Data, c.EgressAllowPrivate, log); err != nil {
 		return err
 	}
 	srv := web.New(rt, web.Config{BaseURL: c.BaseURL, Log: log,

@@ -55,9 +55,14 @@ type Config struct {
 	DataDir string
 	// Caps are the server's limits; the zero value means DefaultCaps.
 	Caps Caps
-	// Transport carries http_fetch requests; nil means a clone of
-	// http.DefaultTransport. Redirects are never left to it.
+	// Transport carries http_fetch requests; nil means egress.Transport,
+	// which refuses private and loopback addresses unless AllowPrivate is
+	// set. Redirects are never left to it.
 	Transport http.RoundTripper
+	// AllowPrivate lets the default transport reach loopback, private and
+	// link-local addresses (--egress-allow-private); no effect on a Transport
+	// given here.
+	AllowPrivate bool
 }
 
 // orDefault fills the zero fields from DefaultCaps, so a partly-set Caps works.

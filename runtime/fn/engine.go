@@ -14,6 +14,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/subako/subako/runtime/egress"
 )
 
 // Engine compiles and runs function packages. It holds one wazero runtime for
@@ -72,7 +74,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		tr = http.DefaultTransport.(*http.Transport).Clone()
+		// Granted origins are names; the guard judges the address each one
+		// resolves to at every hop, so an origin cannot lead inside.
+		tr = egress.Transport(cfg.AllowPrivate)
 	}
 	return &Engine{caps: caps, runtime: r, transport: tr, packages: map[string]*Package{}}, nil
 }

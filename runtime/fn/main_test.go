@@ -33,7 +33,8 @@ var shared struct {
 func sharedEngine(t testing.TB) *Engine {
 	t.Helper()
 	shared.once.Do(func() {
-		shared.engine, shared.err = New(context.Background(), Config{DataDir: modules.DataDir})
+		// The tests' servers listen on loopback.
+		shared.engine, shared.err = New(context.Background(), Config{DataDir: modules.DataDir, AllowPrivate: true})
 	})
 	if shared.err != nil {
 		t.Fatal(shared.err)
@@ -46,6 +47,7 @@ func newEngine(t testing.TB, cfg Config) *Engine {
 	if cfg.DataDir == "" {
 		cfg.DataDir = modules.DataDir
 	}
+	cfg.AllowPrivate = true // the tests' servers listen on loopback
 	e, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

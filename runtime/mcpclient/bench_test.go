@@ -33,7 +33,7 @@ func BenchmarkEcho(b *testing.B) {
 // warmUp lets node's JIT settle, so the first variant measured is not
 // charged for it.
 func warmUp(b *testing.B, url string) {
-	pool := mcpclient.NewPool(mcpclient.Options{})
+	pool := mcpclient.NewPool(local)
 	defer pool.Close()
 	for range 500 {
 		if _, err := pool.Call(context.Background(), url, "c", bearer(token), "echo", json.RawMessage(`{"message":"warm"}`)); err != nil {
@@ -43,7 +43,7 @@ func warmUp(b *testing.B, url string) {
 }
 
 func benchPool(b *testing.B, url string) {
-	pool := mcpclient.NewPool(mcpclient.Options{})
+	pool := mcpclient.NewPool(local)
 	defer pool.Close()
 	args := json.RawMessage(`{"message":"bench"}`)
 	ctx := context.Background()

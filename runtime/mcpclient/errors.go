@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/subako/subako/runtime/egress"
 )
 
 // The kinds of failure, for errors.Is on an *Error.
@@ -21,6 +24,10 @@ var (
 	ErrServer            = errors.New("server answered with an error")
 	ErrUnknownTool       = errors.New("unknown tool")
 	ErrProtocol          = errors.New("mcp exchange failed")
+	// ErrEgressRefused: the server's address is private or loopback and the
+	// pool does not allow private egress. The *Error also matches
+	// egress.ErrRefused.
+	ErrEgressRefused = errors.New("egress refused")
 )
 
 // codeRejected is the code the SDK gives its own transport failures; an
@@ -74,8 +81,11 @@ func explain(rawURL string, hasCredential bool, err error) error {
 		rpc      *jsonrpc.Error
 		dns      *net.DNSError
 		netErr   *net.OpError
+		refused  *egress.RefusedError
 	)
 	switch {
+	case errors.As(err, &refused):
+		e.Kind, e.Detail = ErrEgressRefused, "is not reachable: "+refused.Error()
 	case errors.As(err, &status) && !hasCredential:
 		e.Kind, e.Detail = ErrCredentialRefused, fmt.Sprintf("requires a credential (%d) and the session's vaults hold none for this URL", status.code)
 	case errors.As(err, &status):
@@ -103,14 +113,35 @@ func explain(rawURL string, hasCredential bool, err error) error {
 	default:
 		e.Kind, e.Detail = ErrProtocol, fmt.Sprintf("failed: %v", err)
 	}
+	e.Detail = scrub(e.Detail, rawURL)
 	return e
 }
 
-// redact drops user info from a URL before it goes into a message.
+// redact keeps only the scheme, host and path of a URL before it goes into
+// a message: user info, query and fragment are where tokens hide, and the
+// message reaches the model and the logs.
 func redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return rawURL
+		// Nothing can be told apart safely in what did not parse.
+		return "(an unparsable URL)"
 	}
-	return u.Redacted()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
+}
+
+// scrub redacts the URL, and removes its user info, query and fragment on
+// their own, wherever a lower layer's message repeated them (the SDK and
+// net/http name the URL they failed on).
+func scrub(detail, rawURL string) string {
+	detail = strings.ReplaceAll(detail, rawURL, redact(rawURL))
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return detail
+	}
+	for _, part := range []string{"?" + u.RawQuery, "#" + u.EscapedFragment(), "#" + u.Fragment, u.User.String() + "@"} {
+		if len(part) > 1 {
+			detail = strings.ReplaceAll(detail, part, "")
+		}
+	}
+	return detail
 }

@@ -36,7 +36,7 @@ func TestEverythingDiscover(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tools, err := mcpclient.Discover(context.Background(), url, tc.attach)
+			tools, err := discoverOnce(url, tc.attach)
 			if tc.wantErr != "" {
 				if !errors.Is(err, mcpclient.ErrCredentialRefused) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Discover error = %v, want one saying %q", err, tc.wantErr)
@@ -77,7 +77,7 @@ func findTool(tools []mcpclient.Tool, name string) *mcpclient.Tool {
 
 func TestEverythingCall(t *testing.T) {
 	url := mcptest.StartEverything(t, token)
-	pool := mcpclient.NewPool(mcpclient.Options{})
+	pool := mcpclient.NewPool(local)
 	t.Cleanup(func() { pool.Close() })
 	tests := []struct {
 		name      string
@@ -116,7 +116,7 @@ func TestEverythingCall(t *testing.T) {
 
 func TestEverythingConcurrentCalls(t *testing.T) {
 	url := mcptest.StartEverything(t, token)
-	pool := mcpclient.NewPool(mcpclient.Options{})
+	pool := mcpclient.NewPool(local)
 	t.Cleanup(func() { pool.Close() })
 	const workers, calls = 8, 10
 	var wg sync.WaitGroup
@@ -154,7 +154,7 @@ func TestServerDown(t *testing.T) {
 	}
 	url := "http://" + l.Addr().String() + "/mcp"
 	l.Close()
-	_, err = mcpclient.Call(context.Background(), url, bearer(token), "echo", json.RawMessage(`{"message":"x"}`))
+	_, err = callOnce(context.Background(), url, bearer(token), "echo", json.RawMessage(`{"message":"x"}`))
 	if !errors.Is(err, mcpclient.ErrUnreachable) || !strings.Contains(err.Error(), url+" refused the connection") {
 		t.Fatalf("Call to a stopped server: %v; want an error naming %s and saying it refused the connection", err, url)
 	}

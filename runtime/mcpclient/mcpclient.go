@@ -34,7 +34,8 @@ type Result struct {
 
 // Discover lists every tool of the server at url over a session of its own,
 // closed before it returns. attach puts the credential on each request; nil
-// sends none.
+// sends none. It reaches public addresses only: use a Pool with
+// AllowPrivate for others.
 func Discover(ctx context.Context, url string, attach func(*http.Request)) ([]Tool, error) {
 	p := NewPool(Options{})
 	defer p.Close()
@@ -50,10 +51,10 @@ func Call(ctx context.Context, url string, attach func(*http.Request), tool stri
 }
 
 // Discover lists every tool of the server at url, following tools/list
-// pages, over the cached session for (url, credentialID).
-func (p *Pool) Discover(ctx context.Context, url, credentialID string, attach func(*http.Request)) ([]Tool, error) {
+// pages, over the cached session for (url, sessionKey).
+func (p *Pool) Discover(ctx context.Context, url, sessionKey string, attach func(*http.Request)) ([]Tool, error) {
 	var tools []Tool
-	err := p.do(ctx, url, credentialID, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err := p.do(ctx, url, sessionKey, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
 		tools = tools[:0]
 		return listAll(ctx, cs, &tools)
 	})
@@ -86,15 +87,15 @@ func listAll(ctx context.Context, cs *mcp.ClientSession, tools *[]Tool) error {
 }
 
 // Call calls tool with args (a JSON object, or empty for none) over the
-// cached session for (url, credentialID). A tool that reports failure is not
+// cached session for (url, sessionKey). A tool that reports failure is not
 // an error: its Result has IsError set.
-func (p *Pool) Call(ctx context.Context, url, credentialID string, attach func(*http.Request), tool string, args json.RawMessage) (Result, error) {
+func (p *Pool) Call(ctx context.Context, url, sessionKey string, attach func(*http.Request), tool string, args json.RawMessage) (Result, error) {
 	params, err := callParams(tool, args)
 	if err != nil {
 		return Result{}, err
 	}
 	var res *mcp.CallToolResult
-	err = p.do(ctx, url, credentialID, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err = p.do(ctx, url, sessionKey, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
 		res, err = cs.CallTool(ctx, params)
 		return checkUnknown(ctx, cs, tool, res, err)
 	})
@@ -168,17 +169,17 @@ func toResult(res *mcp.CallToolResult) (Result, error) {
 	return out, nil
 }
 
-// do runs op on the cached session for (url, credentialID), bounded by the
+// do runs op on the cached session for (url, sessionKey), bounded by the
 // pool's timeout. A session the server has forgotten (a restart, its own
 // idle timeout) is replaced and op retried once: the server refused the
 // request without running it.
-func (p *Pool) do(ctx context.Context, url, credentialID string, attach func(*http.Request), op func(context.Context, *mcp.ClientSession) error) error {
+func (p *Pool) do(ctx context.Context, url, sessionKey string, attach func(*http.Request), op func(context.Context, *mcp.ClientSession) error) error {
 	if _, err := parseEndpoint(url); err != nil {
 		return err
 	}
 	hasCredential := attach != nil
 	for attempt := 0; ; attempt++ {
-		e, err := p.acquire(ctx, url, credentialID, attach)
+		e, err := p.acquire(ctx, url, sessionKey, attach)
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
 				return err

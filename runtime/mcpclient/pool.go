@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/subako/subako/runtime/egress"
 )
 
 // Defaults for Options.
@@ -30,15 +32,23 @@ type Options struct {
 	// IdleTimeout closes a cached session unused for this long. Zero means
 	// DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// Transport carries the HTTP requests; nil means a clone of
-	// http.DefaultTransport, shared by every session of the pool.
+	// Transport carries the HTTP requests; nil means egress.Transport, shared
+	// by every session of the pool, which refuses private and loopback
+	// addresses unless AllowPrivate is set.
 	Transport http.RoundTripper
+	// AllowPrivate lets the default transport reach loopback, private and
+	// link-local addresses (--egress-allow-private). It has no effect on a
+	// Transport given here.
+	AllowPrivate bool
 }
 
-// Pool keeps initialized MCP client sessions keyed by (server URL,
-// credential id). It is safe for concurrent use. Callers must pass an attach
-// function that presents the credential named by the id: the latest one
-// given is used for every request of that session.
+// Pool keeps initialized MCP client sessions keyed by (server URL, key). It
+// is safe for concurrent use. The key is opaque here: callers who pass the
+// same URL and key share one upstream MCP session and all its state, so the
+// key must name everything that may not share it (the runtime uses its
+// session id and credential id). Callers must pass an attach function that
+// presents the credential the key names: the latest one given is used for
+// every request of that session.
 type Pool struct {
 	opts   Options
 	client *mcp.Client
@@ -48,7 +58,7 @@ type Pool struct {
 	closed  bool
 }
 
-type key struct{ url, credentialID string }
+type key struct{ url, sessionKey string }
 
 // entry is one cached session. ready is closed once connecting finished,
 // after which cs or err is set and never changes.
@@ -75,7 +85,7 @@ func NewPool(opts Options) *Pool {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
 	if opts.Transport == nil {
-		opts.Transport = http.DefaultTransport.(*http.Transport).Clone()
+		opts.Transport = egress.Transport(opts.AllowPrivate)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "subako", Version: "1"},
 		// Subako answers no server-initiated requests: advertise nothing.
@@ -85,8 +95,8 @@ func NewPool(opts Options) *Pool {
 
 // acquire returns a connected entry for the key, connecting once however
 // many callers ask at the same time. The caller must release it.
-func (p *Pool) acquire(ctx context.Context, rawURL, credentialID string, attach attachFunc) (*entry, error) {
-	k := key{rawURL, credentialID}
+func (p *Pool) acquire(ctx context.Context, rawURL, sessionKey string, attach attachFunc) (*entry, error) {
+	k := key{rawURL, sessionKey}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

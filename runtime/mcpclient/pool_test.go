@@ -19,10 +19,28 @@ import (
 
 var echoArgs = json.RawMessage(`{"message":"hi"}`)
 
+// local lets a pool reach the loopback addresses every test server listens on.
+var local = mcpclient.Options{AllowPrivate: true}
+
 func newPool(t *testing.T, opts mcpclient.Options) *mcpclient.Pool {
+	opts.AllowPrivate = true
 	p := mcpclient.NewPool(opts)
 	t.Cleanup(func() { p.Close() })
 	return p
+}
+
+// discoverOnce and callOnce are mcpclient.Discover and mcpclient.Call for a
+// server on loopback: a session of their own, closed before they return.
+func discoverOnce(url string, attach func(*http.Request)) ([]mcpclient.Tool, error) {
+	p := mcpclient.NewPool(local)
+	defer p.Close()
+	return p.Discover(context.Background(), url, "", attach)
+}
+
+func callOnce(ctx context.Context, url string, attach func(*http.Request), tool string, args json.RawMessage) (mcpclient.Result, error) {
+	p := mcpclient.NewPool(local)
+	defer p.Close()
+	return p.Call(ctx, url, "", attach, tool, args)
 }
 
 func TestDiscoverFollowsPages(t *testing.T) {
@@ -32,7 +50,7 @@ func TestDiscoverFollowsPages(t *testing.T) {
 		tools = append(tools, mcptest.Named(n))
 	}
 	url := mcptest.StartGoServer(t, token, tools...)
-	got, err := mcpclient.Discover(context.Background(), url, bearer(token))
+	got, err := discoverOnce(url, bearer(token))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +137,7 @@ func TestPoolReusesSessions(t *testing.T) {
 		t.Fatalf("a second credential made %d handshakes in all, want 2 (sessions are per credential)", n)
 	}
 	for range 3 {
-		if _, err := mcpclient.Call(ctx, srv.url, nil, "echo", echoArgs); err != nil {
+		if _, err := callOnce(ctx, srv.url, nil, "echo", echoArgs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,7 +205,7 @@ func TestCredentialNeverLeavesItsOrigin(t *testing.T) {
 	}))
 	t.Cleanup(redirector.Close)
 
-	_, err := mcpclient.Discover(context.Background(), redirector.URL+"/mcp", bearer(token))
+	_, err := discoverOnce(redirector.URL+"/mcp", bearer(token))
 	if !errors.Is(err, mcpclient.ErrRedirect) || !strings.Contains(err.Error(), "redirected to "+other.URL) {
 		t.Fatalf("Discover through a cross-origin redirect = %v, want a refused redirect", err)
 	}
@@ -203,7 +221,7 @@ func TestRefusalBodyStaysOutOfErrors(t *testing.T) {
 				http.Error(w, "you sent "+r.Header.Get("Authorization"), code)
 			}))
 			t.Cleanup(echoing.Close)
-			_, err := mcpclient.Discover(context.Background(), echoing.URL, bearer("very-secret"))
+			_, err := discoverOnce(echoing.URL, bearer("very-secret"))
 			if !errors.Is(err, mcpclient.ErrCredentialRefused) || !strings.Contains(err.Error(), fmt.Sprintf("refused the credential (%d)", code)) {
 				t.Fatalf("Discover = %v, want the credential refused with %d", err, code)
 			}
