@@ -44,6 +44,9 @@ func (h *Handlers) Deny(c echo.Context) error {
 	return redirect(c, back)
 }
 
+// sessionPendingMax is the most approvals one read of the queue returns.
+const sessionPendingMax = 500
+
 // localPath keeps a form's "back" on this site: anything that could leave it
 // (another host, a scheme, a protocol-relative or backslashed path) falls back.
 func localPath(back, fallback string) string {
@@ -96,32 +99,20 @@ func (h *Handlers) APISessionRuleRevoke(c echo.Context) error {
 	return answerEmpty(c, h.RT.SessionRuleRevoke(ctx(c), principal(c), c.Param("session"), c.Param("rule")))
 }
 
-// pendingView is what waits on a person in this session: its pending
-// approvals and its ask_user questions.
+// pendingView is what waits on a person in this session: its approvals that
+// can still be decided, oldest first, and its ask_user questions. The queue
+// filters by session in the database, so approvals pending in other sessions
+// never crowd this session's out of the read.
 func (h *Handlers) pendingView(cx context.Context, p runtime.Principal, id string, calls []runtime.ToolCallView) (pages.SessionPending, error) {
 	v := pages.SessionPending{SessionID: id, Back: "/sessions/" + id,
 		CanDecide: p.Can("Approval.approve"), CanAnswer: p.Can("ToolCall.complete")}
-	aps, err := h.RT.ApprovalList(cx, p, runtime.ApprovalPending)
+	queue, err := h.RT.ApprovalQueue(cx, p, runtime.QueueFilter{State: runtime.ApprovalPending, Session: id, Limit: sessionPendingMax})
 	if err != nil {
 		return v, err
 	}
-	byID := map[string]runtime.ToolCallView{}
-	for _, c := range calls {
-		byID[c.ID] = c
-	}
-	for _, ap := range aps {
-		if ap.Session != id {
-			continue
-		}
-		call, ok := byID[ap.Call]
-		if !ok {
-			// Older than the log's window: read it alone.
-			if call, err = h.RT.ToolCallGet(cx, p, ap.Call); err != nil {
-				return v, err
-			}
-		}
-		v.Approvals = append(v.Approvals, pages.SessionApproval{ID: ap.ID, Call: ap.Call, Tool: call.Tool, By: call.By,
-			Model: call.Model, Input: prettyJSON(call.Input), Asked: fmtTime(ap.CreatedAt), Waited: waited(ap.CreatedAt)})
+	for _, it := range queue.Items {
+		v.Approvals = append(v.Approvals, pages.SessionApproval{ID: it.ID, Call: it.Call, Tool: it.Tool, By: it.By,
+			Model: it.Model, Input: prettyJSON(it.Input), Asked: fmtTime(it.CreatedAt), Waited: waited(it.CreatedAt)})
 	}
 	for i := len(calls) - 1; i >= 0; i-- {
 		if q, ok := question(calls[i]); ok {

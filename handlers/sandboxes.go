@@ -1,14 +1,12 @@
 package handlers
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -87,10 +85,7 @@ func (h *Handlers) SessionSandboxes(c echo.Context) error {
 
 // DeleteArchive is Archive.delete from the console.
 func (h *Handlers) DeleteArchive(c echo.Context) error {
-	back := c.FormValue("back")
-	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
-		back = "/sandboxes"
-	}
+	back := localPath(c.FormValue("back"), "/sandboxes")
 	if err := h.RT.ArchiveDelete(ctx(c), principal(c), c.Param("sandbox")); err != nil {
 		return h.flashError(c, err, back)
 	}
@@ -111,71 +106,35 @@ func (h *Handlers) SandboxEvents(c echo.Context) error {
 	sid, _ := c.Get(webSIDKey).(string)
 	events, stop := h.RT.Subscribe()
 	defer stop()
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set(echo.HeaderCacheControl, "no-store")
-	w.WriteHeader(http.StatusOK)
-	ping := time.NewTicker(25 * time.Second)
-	defer ping.Stop()
+	hd := c.Response().Header()
+	hd.Set(echo.HeaderContentType, "text/event-stream")
+	hd.Set(echo.HeaderCacheControl, "no-store")
+	c.Response().WriteHeader(http.StatusOK)
+	out := &sseStream{w: c.Response(), last: map[string]string{}}
+	beat := time.NewTicker(sseHeartbeat)
+	defer beat.Stop()
+	matters := func(ev runtime.Event) bool {
+		return ev.Kind == "sandbox" && (f.Session == "" || ev.SessionID == f.Session)
+	}
 	for {
-		if err := sendTable(c, t); err != nil {
-			return nil // the browser went away
-		}
-		if !waitSandboxEvent(c, events, ping, f.Session) {
+		if err := out.send(ctx(c), "sandboxes", pages.SandboxTableView(t)); err != nil {
+			h.Log.Warn("sandbox events: stream ended", "err", err)
 			return nil
+		}
+		if http.NewResponseController(out.w).Flush() != nil || !out.await(ctx(c), events, beat.C, matters) {
+			return nil // the browser went away, or the server stops
 		}
 		p, err := h.RT.AuthenticateSession(ctx(c), sid)
 		if err == nil {
 			t, err = h.sandboxTable(c, p, f)
 		}
 		if err != nil {
+			if e, ok := runtime.AsError(err); !ok || e.Kind == runtime.KindInternal {
+				h.Log.Warn("sandbox events: stream ended", "err", err)
+			}
 			return nil // signed out, removed, or no longer allowed: end the stream
 		}
 	}
-}
-
-// waitSandboxEvent waits for a sandbox event of the session (any session
-// when empty), keeping the connection alive; false when the stream ends.
-func waitSandboxEvent(c echo.Context, events <-chan runtime.Event, ping *time.Ticker, session string) bool {
-	for {
-		select {
-		case <-ctx(c).Done():
-			return false
-		case <-ping.C:
-			if _, err := io.WriteString(c.Response(), ": ping\n\n"); err != nil {
-				return false
-			}
-			c.Response().Flush()
-		case e, ok := <-events:
-			if !ok {
-				return false
-			}
-			if e.Kind == "sandbox" && (session == "" || e.SessionID == session) {
-				return true
-			}
-		}
-	}
-}
-
-func sendTable(c echo.Context, t pages.SandboxTable) error {
-	var buf bytes.Buffer
-	if err := pages.SandboxTableView(t).Render(ctx(c), &buf); err != nil {
-		return err
-	}
-	var msg strings.Builder
-	msg.WriteString("event: sandboxes\n")
-	// Any line break ends a data line, so \r (in a sandbox's error text, say)
-	// is one too: each line of the HTML gets its own.
-	html := strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(buf.String())
-	for line := range strings.SplitSeq(html, "\n") {
-		msg.WriteString("data: " + line + "\n")
-	}
-	msg.WriteString("\n")
-	if _, err := io.WriteString(c.Response(), msg.String()); err != nil {
-		return err
-	}
-	c.Response().Flush()
-	return nil
 }
 
 func (h *Handlers) sandboxTable(c echo.Context, p runtime.Principal, f runtime.SandboxFilter) (pages.SandboxTable, error) {

@@ -41,31 +41,6 @@ func approvalView(a models.Approval) ApprovalView {
 		DecidedBy: a.DecidedByLabel, CreatedAt: a.CreatedAt, DecidedAt: a.DecidedAt, ExpiresAt: a.ExpiresAt}
 }
 
-// ApprovalList is Approval.list, pending oldest first, decided newest first.
-func (r *Runtime) ApprovalList(ctx context.Context, p Principal, state string) ([]ApprovalView, error) {
-	out := []ApprovalView{}
-	err := r.run(ctx, p, "Approval.list", func(a *act) error {
-		q := r.db.WithContext(ctx).Limit(500)
-		switch state {
-		case "", ApprovalPending:
-			q = q.Where("state = ?", ApprovalPending).Order("created_at, id")
-		case ApprovalApproved, ApprovalDenied, ApprovalExpired:
-			q = q.Where("state = ?", state).Order("decided_at DESC")
-		default:
-			return invalid("state", "invalid_state", "state must be pending, approved, denied or expired")
-		}
-		var aps []models.Approval
-		if err := q.Find(&aps).Error; err != nil {
-			return err
-		}
-		for _, ap := range aps {
-			out = append(out, approvalView(ap))
-		}
-		return nil
-	})
-	return out, err
-}
-
 // DecisionInput is Approval.approve's or Approval.deny's body.
 type DecisionInput struct {
 	Approval string `json:"approval" param:"approval"`
