@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"gorm.io/gorm"
 
@@ -12,32 +11,15 @@ import (
 	"github.com/subako/subako/runtime/fn"
 )
 
-// engines holds each Runtime's function engine. It sits beside Runtime rather
-// than in it so that the functions capability is wired without touching the
-// Runtime struct; a field there would do the same job.
-var engines struct {
-	sync.RWMutex
-	m map[*Runtime]*fn.Engine
-}
-
 // SetFunctionEngine gives the runtime its function engine, one per process,
 // and makes it the executor of fn__ tools. Call LoadFunctions next, so the
 // packages stored before a restart are ready before the first call.
 func (r *Runtime) SetFunctionEngine(e *fn.Engine) {
-	engines.Lock()
-	if engines.m == nil {
-		engines.m = map[*Runtime]*fn.Engine{}
-	}
-	engines.m[r] = e
-	engines.Unlock()
+	r.fnEngine.Store(e)
 	r.SetFunctionRunner(r.runFunction)
 }
 
-func (r *Runtime) functionEngine() *fn.Engine {
-	engines.RLock()
-	defer engines.RUnlock()
-	return engines.m[r]
-}
+func (r *Runtime) functionEngine() *fn.Engine { return r.fnEngine.Load() }
 
 var errNoEngine = &Error{Kind: KindConflict, Code: "functions_unavailable", Title: "Functions unavailable",
 	Detail: "this server runs no function engine, so it cannot install or run function packages"}

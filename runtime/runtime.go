@@ -13,9 +13,11 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/fn"
 	"github.com/subako/subako/runtime/mcpclient"
 	"github.com/subako/subako/runtime/vault"
 )
@@ -63,6 +65,9 @@ type Runtime struct {
 	events  *hub
 	runners Runners
 	stop    context.CancelFunc
+	// Set by the wiring; nil on a server that runs no functions or sandboxes.
+	fnEngine   atomic.Pointer[fn.Engine]
+	sandboxSet atomic.Pointer[sandboxSet]
 }
 
 // New builds a Runtime over an open, migrated database.

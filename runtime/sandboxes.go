@@ -38,18 +38,7 @@ type sandboxSet struct {
 	lastAccrual time.Time
 }
 
-// sandboxSets sits beside Runtime rather than in it, like the function
-// engines, so sandboxes are wired without touching the Runtime struct.
-var sandboxSets struct {
-	sync.RWMutex
-	m map[*Runtime]*sandboxSet
-}
-
-func (r *Runtime) sandboxes() *sandboxSet {
-	sandboxSets.RLock()
-	defer sandboxSets.RUnlock()
-	return sandboxSets.m[r]
-}
+func (r *Runtime) sandboxes() *sandboxSet { return r.sandboxSet.Load() }
 
 var errNoSandboxes = &Error{Kind: KindConflict, Code: "sandboxes_unavailable", Title: "Sandboxes unavailable",
 	Detail: "this server runs no sandboxes, so it has none to show or archive"}
@@ -85,12 +74,7 @@ func (r *Runtime) StartSandboxes(ctx context.Context, o SandboxOptions) error {
 	}
 	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	set.stop = stop
-	sandboxSets.Lock()
-	if sandboxSets.m == nil {
-		sandboxSets.m = map[*Runtime]*sandboxSet{}
-	}
-	sandboxSets.m[r] = set
-	sandboxSets.Unlock()
+	r.sandboxSet.Store(set)
 	set.done.Add(2)
 	go func() { defer set.done.Done(); r.relaySandboxEvents(loopCtx, mgr) }()
 	go func() { defer set.done.Done(); r.suspendOnSessionEnd(loopCtx, mgr) }()
@@ -108,9 +92,7 @@ func (r *Runtime) StopSandboxes(ctx context.Context) error {
 	set.stop()
 	set.done.Wait()
 	err := set.mgr.Close(ctx)
-	sandboxSets.Lock()
-	delete(sandboxSets.m, r)
-	sandboxSets.Unlock()
+	r.sandboxSet.Store(nil)
 	return err
 }
 
