@@ -88,6 +88,9 @@ func (m *MCP) endpoint(session string) *mcpSession {
 		// cannot borrow a browser's cookies here, and the check would refuse
 		// a console behind a local reverse proxy.
 		DisableLocalhostProtection: true,
+		// A client that gives up on a call (an ask-first call it tired of
+		// waiting for) ends the wait here too, for clients that support it.
+		PropagateRequestCancellation: true,
 	})
 	s := &mcpSession{server: srv, handler: auth.RequireBearerToken(m.verify, nil)(h)}
 	m.sessions[session] = s

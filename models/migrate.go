@@ -83,6 +83,7 @@ func (d *DB) Migrate() ([]int, error) {
 		if applied[m.Version] {
 			continue
 		}
+		applied := false
 		err := d.Transaction(func(tx *gorm.DB) error {
 			// Replicas starting together take turns on PostgreSQL; the second
 			// finds the migration recorded by the first and skips it.
@@ -96,13 +97,16 @@ func (d *DB) Migrate() ([]int, error) {
 			if err := tx.Exec(m.SQL).Error; err != nil {
 				return err
 			}
+			applied = true
 			return tx.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 				m.Version, m.Name, time.Now().UTC()).Error
 		})
 		if err != nil {
 			return ran, fmt.Errorf("models: migration %s: %w", m.Name, err)
 		}
-		ran = append(ran, m.Version)
+		if applied {
+			ran = append(ran, m.Version)
+		}
 	}
 	return ran, nil
 }

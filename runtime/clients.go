@@ -28,10 +28,6 @@ type ClientView struct {
 	LastSeenAt  time.Time       `json:"last_seen_at"`
 }
 
-// claimLease is how long a claimed call stays with its client before the
-// same client may be handed it again.
-const claimLease = 30 * time.Second
-
 var clientToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // ClientConnect is Client.connect: declares (or redeclares) a client's tools.
@@ -91,30 +87,36 @@ func (r *Runtime) ClientCallNext(ctx context.Context, p Principal, session, clie
 			return err
 		}
 		r.db.WithContext(ctx).Model(&models.Client{}).Where("session_id = ? AND name = ?", session, client).Update("last_seen_at", r.now())
-		return r.waitFor(ctx, min(max(wait, 0), time.Minute), func(e Event) bool { return e.SessionID == session },
+		ended := false
+		err := r.waitFor(ctx, min(max(wait, 0), time.Minute), func(e Event) bool {
+			if e.Kind == "session" && e.SessionID == session && e.State == SessionEnded {
+				ended = true
+				return true
+			}
+			return e.SessionID == session && e.Kind == "call" && e.State == CallWaitingClient
+		},
 			func() (bool, error) {
 				v, ok := r.claimClientCall(ctx, session, client)
 				if ok {
 					a.target(v.ID)
 					out = append(out, v)
 				}
-				return ok, nil
+				return ok || ended, nil
 			})
+		return err
 	}, session)
 	return out, err
 }
 
 func (r *Runtime) claimClientCall(ctx context.Context, session, client string) (ToolCallView, bool) {
 	var cands []models.ToolCall
-	// A claim is a lease: a call this client claimed more than claimLease ago
-	// is offered to it again, since the answer of that long poll may have been
-	// lost; a call it is still working on is not handed out twice.
-	stale := r.now().Add(-claimLease)
-	unclaimed := "(claimed_by = '' OR (claimed_by = ? AND claimed_at < ?))"
-	r.db.WithContext(ctx).Where("session_id = ? AND status = ? AND "+unclaimed+" AND (client = ? OR (kind = ? AND client = ''))",
-		session, CallWaitingClient, client, stale, client, tools.KindBuiltin).Order("created_at").Limit(5).Find(&cands)
+	// Delivery is at most once: a client may be working on a call for minutes
+	// (a person answering ask_user), and handing it out again would run it
+	// twice. A call whose delivery was lost ends with the client timeout.
+	r.db.WithContext(ctx).Where("session_id = ? AND status = ? AND claimed_by = '' AND (client = ? OR (kind = ? AND client = ''))",
+		session, CallWaitingClient, client, tools.KindBuiltin).Order("created_at").Limit(5).Find(&cands)
 	for _, c := range cands {
-		res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND "+unclaimed, c.ID, client, stale).
+		res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND claimed_by = ''", c.ID).
 			Updates(map[string]any{"claimed_by": client, "claimed_at": r.now()})
 		if res.RowsAffected == 1 {
 			c.ClaimedBy = client

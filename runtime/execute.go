@@ -80,6 +80,10 @@ func (r *Runtime) executeResolved(id string, resolved *offered) {
 		active := r.db.Model(&models.Session{}).Select("id").Where("state = ?", SessionActive)
 		res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ? AND session_id IN (?)", id, CallRunning, active).
 			Update("status", CallWaitingClient)
+		if res.Error != nil {
+			r.finishCall(ctx, call, CallRunning, nil, fmt.Errorf("could not wait for a client: %w", res.Error))
+			return
+		}
 		state := CallWaitingClient
 		if res.RowsAffected == 0 {
 			state = CallRefused

@@ -106,36 +106,41 @@ func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh b
 	}
 	var d models.MCPDiscovery
 	cached := r.db.WithContext(ctx).First(&d, "url = ? AND credential_id = ?", url, credID).Error == nil
-	if cached && !refresh && d.Error == "" {
-		var defs []tools.ToolDef
-		if json.Unmarshal([]byte(d.Tools), &defs) == nil {
-			return defs, true
-		}
+	var last []tools.ToolDef
+	if cached {
+		_ = json.Unmarshal([]byte(d.Tools), &last)
 	}
-	// A server that just failed is not asked again at once: every call and
-	// page view of the session would otherwise wait on it.
-	if cached && !refresh && d.Error != "" && r.now().Sub(d.DiscoveredAt) < discoveryRetryAfter {
-		return nil, false
+	known := cached && (d.Error == "" || len(last) > 0)
+	// The cache answers unless asked to refresh; after a failure it answers
+	// with the last good list for a minute rather than ask a failing server on
+	// every call and page view.
+	if cached && !refresh && (d.Error == "" || r.now().Sub(d.DiscoveredAt) < discoveryRetryAfter) {
+		return last, known
 	}
 	found, err := r.mcp.Discover(ctx, url, mcpPoolKey(sessionID, credID), attach)
-	d = models.MCPDiscovery{URL: url, CredentialID: credID, Tools: "[]", DiscoveredAt: r.now()}
-	var defs []tools.ToolDef
+	d = models.MCPDiscovery{URL: url, CredentialID: credID, Tools: d.Tools, DiscoveredAt: r.now()}
 	if err != nil {
+		// The last good list stays: a server restarting for a moment keeps its tools.
+		if d.Tools == "" {
+			d.Tools = "[]"
+		}
 		d.Error = truncate(err.Error(), 1000)
 		r.opts.Log.Warn("runtime: mcp discovery failed", "url", redactURL(url), "err", err)
-	} else {
-		for _, t := range found {
-			schema := t.InputSchema
-			if len(schema) == 0 {
-				schema = json.RawMessage(`{"type":"object"}`)
-			}
-			defs = append(defs, tools.ToolDef{Name: t.Name, Description: t.Description, InputSchema: schema})
-		}
-		b, _ := json.Marshal(defs)
-		d.Tools = string(b)
+		r.db.WithContext(ctx).Save(&d)
+		return last, len(last) > 0
 	}
+	defs := make([]tools.ToolDef, 0, len(found))
+	for _, t := range found {
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		defs = append(defs, tools.ToolDef{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	b, _ := json.Marshal(defs)
+	d.Tools = string(b)
 	r.db.WithContext(ctx).Save(&d)
-	return defs, err == nil
+	return defs, true
 }
 
 // discoveryRetryAfter is how long a failed discovery stands before the next try.
@@ -158,7 +163,7 @@ func redactURL(u string) string {
 func (r *Runtime) discoveredByURL(ctx context.Context, urls []string) map[string][]tools.ToolDef {
 	out := map[string][]tools.ToolDef{}
 	var ds []models.MCPDiscovery
-	r.db.WithContext(ctx).Where("url IN ? AND error = ''", urls).Order("discovered_at").Find(&ds)
+	r.db.WithContext(ctx).Where("url IN ? AND tools <> '[]'", urls).Order("discovered_at").Find(&ds)
 	for _, d := range ds {
 		var defs []tools.ToolDef
 		if json.Unmarshal([]byte(d.Tools), &defs) == nil {

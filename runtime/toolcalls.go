@@ -138,10 +138,10 @@ func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallIn
 	if err != nil {
 		return out, err
 	}
-	return r.waitCall(ctx, callID, waitFor(in.WaitSeconds))
+	return r.waitCall(ctx, callID, waitDuration(in.WaitSeconds))
 }
 
-func waitFor(secs *float64) time.Duration {
+func waitDuration(secs *float64) time.Duration {
 	if secs == nil {
 		return 30 * time.Second
 	}
@@ -295,9 +295,14 @@ func schemaMessage(err error) (field, msg string) {
 // waitCall waits until the call is final or d passes, then returns it.
 func (r *Runtime) waitCall(ctx context.Context, id string, d time.Duration) (ToolCallView, error) {
 	var v ToolCallView
-	err := r.waitFor(ctx, d, func(e Event) bool { return e.ID == id }, func() (bool, error) {
+	var session string
+	err := r.waitFor(ctx, d, func(e Event) bool {
+		// The session's end refuses the call without an event of its own.
+		return e.ID == id || (e.Kind == "session" && e.SessionID == session)
+	}, func() (bool, error) {
 		var err error
 		v, err = r.callByID(ctx, id)
+		session = v.Session
 		return err != nil || !v.Open(), err
 	})
 	return v, err
@@ -325,7 +330,9 @@ func (r *Runtime) waitFor(ctx context.Context, d time.Duration, matters func(Eve
 			case <-ctx.Done():
 				return nil
 			case <-timer.C:
-				return nil
+				// One last look: the finishing event and the timer may have come together.
+				_, err := done()
+				return err
 			case <-recheck.C:
 				waiting = false
 			case e, open := <-events:

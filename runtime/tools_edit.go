@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/subako/subako/runtime/tools"
 )
@@ -63,22 +64,28 @@ func grantNames(cfg tools.Config, kind string) []string {
 // and the change recorded like any other. grant is the grant's JSON object as
 // the agent config writes it.
 func (r *Runtime) VersionSetGrant(ctx context.Context, p Principal, version, kind, current string, grant json.RawMessage) (VersionView, error) {
-	return r.editConfig(ctx, p, version, func(cfg map[string][]json.RawMessage) {
+	return r.editConfig(ctx, p, version, func(cfg map[string][]json.RawMessage) error {
 		key := configKey(kind)
 		list := cfg[key]
 		for i, g := range list {
 			if grantName(g) == current && current != "" {
 				list[i] = grant
-				return
+				return nil
 			}
 		}
+		if current != "" {
+			// Someone removed or renamed it since the form was opened: adding it
+			// back would undo their change.
+			return conflict("grant_gone", fmt.Sprintf("%s is no longer in this version: someone changed it meanwhile; reload and try again", current))
+		}
 		cfg[key] = append(list, grant)
+		return nil
 	})
 }
 
 // VersionRemoveGrant removes one grant from a draft, through Version.update.
 func (r *Runtime) VersionRemoveGrant(ctx context.Context, p Principal, version, kind, name string) (VersionView, error) {
-	return r.editConfig(ctx, p, version, func(cfg map[string][]json.RawMessage) {
+	return r.editConfig(ctx, p, version, func(cfg map[string][]json.RawMessage) error {
 		key := configKey(kind)
 		var kept []json.RawMessage
 		for _, g := range cfg[key] {
@@ -87,14 +94,17 @@ func (r *Runtime) VersionRemoveGrant(ctx context.Context, p Principal, version, 
 			}
 		}
 		cfg[key] = kept
+		return nil
 	})
 }
 
-func (r *Runtime) editConfig(ctx context.Context, p Principal, version string, edit func(map[string][]json.RawMessage)) (VersionView, error) {
+func (r *Runtime) editConfig(ctx context.Context, p Principal, version string, edit func(map[string][]json.RawMessage) error) (VersionView, error) {
 	return r.updateConfig(ctx, p, version, func(current string) ([]byte, error) {
 		cfg := map[string][]json.RawMessage{}
 		_ = json.Unmarshal([]byte(current), &cfg)
-		edit(cfg)
+		if err := edit(cfg); err != nil {
+			return nil, err
+		}
 		for k, list := range cfg {
 			if len(list) == 0 {
 				delete(cfg, k)

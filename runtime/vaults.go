@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/runtime/vault"
@@ -151,6 +152,12 @@ func (r *Runtime) VaultDelete(ctx context.Context, p Principal, ref string) erro
 		// The check and the deletion are one transaction, so a session created
 		// in between cannot lose its credentials.
 		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			// Locking the vault first makes a Session.create binding it wait
+			// for this transaction (its foreign key check locks the row too),
+			// or be counted below if it committed first.
+			if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).First(&models.Vault{}, "id = ?", v.ID).Error; err != nil {
+				return err
+			}
 			var n int64
 			tx.Table("session_vaults").Joins("JOIN sessions ON sessions.id = session_vaults.session_id").
 				Where("session_vaults.vault_id = ? AND sessions.state = ?", v.ID, SessionActive).Count(&n)

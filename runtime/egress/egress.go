@@ -27,8 +27,16 @@ import (
 var blocked = prefixes(
 	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
 	"192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
+	"192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "192.88.99.0/24",
 	"::/128", "::1/128", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+	// IPv6 forms that embed or translate IPv4, or are not routed: a translator
+	// on the network could carry them inside. 6to4 is judged by its embedded
+	// address below; these are refused whole.
+	"::/96", "::ffff:0:0/96", "64:ff9b:1::/48", "100::/64", "2001:db8::/32",
 )
+
+// sixToFour is 6to4: bits 16-47 are an IPv4 address, judged as that address.
+var sixToFour = netip.MustParsePrefix("2002::/16")
 
 // nat64 is the well-known NAT64 prefix: its last 32 bits are an IPv4
 // address, judged as that address.
@@ -66,6 +74,11 @@ func Check(addr netip.Addr) error {
 	if nat64.Contains(addr) {
 		b := addr.As16()
 		addr = netip.AddrFrom4([4]byte(b[12:]))
+	} else if sixToFour.Contains(addr) {
+		b := addr.As16()
+		if v4 := netip.AddrFrom4([4]byte(b[2:6])); Check(v4) != nil {
+			return &RefusedError{Addr: addr}
+		}
 	}
 	for _, p := range blocked {
 		if p.Contains(addr) {

@@ -37,6 +37,16 @@ func TestCheck(t *testing.T) {
 		{"::ffff:127.0.0.1", true},   // IPv4-mapped
 		{"::ffff:10.0.0.1", true},    // IPv4-mapped
 		{"64:ff9b::a9fe:a9fe", true}, // NAT64 of 169.254.169.254
+		{"2002:a9fe:a9fe::1", true},  // 6to4 embedding 169.254.169.254
+		{"2002:0808:0808::1", false}, // 6to4 embedding 8.8.8.8
+		{"64:ff9b:1::a00:1", true},   // local-use NAT64
+		{"::a00:1", true},            // IPv4-compatible 10.0.0.1
+		{"100::1", true},             // discard-only
+		{"2001:db8::1", true},        // documentation
+		{"192.0.2.10", true},         // TEST-NET-1
+		{"198.51.100.7", true},       // TEST-NET-2
+		{"203.0.113.9", true},        // TEST-NET-3
+		{"192.88.99.1", true},        // 6to4 relay anycast
 		{"172.32.0.1", false},
 		{"8.8.8.8", false},
 		{"140.82.112.3", false},
