@@ -54,3 +54,31 @@ func TestConcurrentGrantSavesAreAllKept(t *testing.T) {
 		t.Fatalf("%d of %d concurrent grant saves were kept: %+v", len(boxes), n, boxes)
 	}
 }
+
+// Saving a grant that someone removed meanwhile does not bring it back.
+func TestEditOfARemovedGrantIsRefused(t *testing.T) {
+	ctx := t.Context()
+	rt := runtime.New(modelstest.Open(t), runtime.Options{})
+	t.Cleanup(rt.Close)
+	if _, _, err := rt.UserCreate(ctx, runtime.System, "owner@example.com", "owner", "correct-horse-battery"); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := rt.PrincipalForEmail(ctx, "owner@example.com")
+	name := "agent"
+	a, _ := rt.AgentCreate(ctx, owner, runtime.AgentInput{Name: &name})
+	v, err := rt.VersionCreate(ctx, owner, runtime.VersionCreateInput{Agent: a.ID, Config: json.RawMessage(`{"builtins":[{"name":"session"}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.VersionRemoveGrant(ctx, owner, v.ID, "builtin", "session"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = rt.VersionSetGrant(ctx, owner, v.ID, "builtin", "session", json.RawMessage(`{"name":"session"}`))
+	if e, ok := runtime.AsError(err); !ok || e.Code != "grant_gone" {
+		t.Fatalf("editing a removed grant: %v", err)
+	}
+	got, _ := rt.VersionGet(ctx, owner, v.ID)
+	if len(got.Parsed().Builtins) != 0 {
+		t.Fatalf("the removed grant came back: %+v", got.Parsed())
+	}
+}
