@@ -62,3 +62,20 @@ func TestClientThatNeverAnswersTimesOut(t *testing.T) {
 		t.Fatalf("an unanswered question: %+v", c)
 	}
 }
+
+// An MCP server the egress guard refuses shows in the version's tools with
+// the reason and the way to allow it, not only as "not discovered".
+func TestRefusedDiscoveryIsExplained(t *testing.T) {
+	rt := runtime.New(modelstest.Open(t), runtime.Options{})
+	t.Cleanup(rt.Close)
+	owner, session := publishedSession(t, rt, `{"mcp_servers": [{"name": "local", "url": "http://127.0.0.1:9/mcp", "default_policy": "allow"}]}`)
+	offered, err := rt.SessionTools(t.Context(), runtime.SessionPrincipal(session, ""), session, false)
+	if err != nil || len(offered) != 0 {
+		t.Fatalf("a refused server's tools were offered: %+v %v", offered, err)
+	}
+	s, _ := rt.SessionGet(t.Context(), owner, session)
+	tools, err := rt.VersionTools(t.Context(), owner, s.Version)
+	if err != nil || len(tools) != 1 || tools[0].Discovered || !strings.Contains(tools[0].Description, "--egress-allow-private") {
+		t.Fatalf("the editor's row for the refused server: %+v %v", tools, err)
+	}
+}

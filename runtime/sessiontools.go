@@ -158,6 +158,19 @@ func redactURL(u string) string {
 	return u
 }
 
+// discoveryErrors returns, by MCP grant, the newest failed discovery of a URL
+// that no session has discovered yet.
+func (r *Runtime) discoveryErrors(ctx context.Context, cfg tools.Config) map[string]string {
+	out := map[string]string{}
+	for _, g := range cfg.MCPServers {
+		var d models.MCPDiscovery
+		if r.db.WithContext(ctx).Where("url = ? AND error <> ''", g.URL).Order("discovered_at DESC").First(&d).Error == nil {
+			out[g.Name] = d.Error
+		}
+	}
+	return out
+}
+
 // discoveredByURL returns, for the version editor, the latest tools any
 // session discovered at each URL: the operator's view of the version.
 func (r *Runtime) discoveredByURL(ctx context.Context, urls []string) map[string][]tools.ToolDef {

@@ -267,7 +267,13 @@ func (r *Runtime) VersionTools(ctx context.Context, p Principal, id string) ([]T
 		if err != nil {
 			return err
 		}
-		for _, t := range tools.List(versionView(v).Parsed(), r.discoveredTools(ctx, versionView(v).Parsed()), r.catalog(ctx)) {
+		cfg := versionView(v).Parsed()
+		failed := r.discoveryErrors(ctx, cfg)
+		for _, t := range tools.List(cfg, r.discoveredTools(ctx, cfg), r.catalog(ctx)) {
+			if !t.Discovered && t.Kind == tools.KindMCP && failed[t.Grant] != "" {
+				// Say why the tools are missing: the last attempt's error names the fix.
+				t.Description = "last discovery failed: " + failed[t.Grant]
+			}
 			out = append(out, ToolView(t))
 		}
 		return nil
