@@ -49,8 +49,10 @@ func Open(dataDir, url string) (*DB, error) {
 	}
 	path := filepath.Join(dataDir, "subako.db")
 	// WAL lets readers run beside the one writer; the busy timeout makes a second
-	// writer wait instead of failing with SQLITE_BUSY.
-	dsn := path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	// writer wait instead of failing with SQLITE_BUSY. It comes first: switching
+	// to WAL takes a lock too, and a second process opening the file at the
+	// same moment must wait for it rather than fail.
+	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := gorm.Open(sqlite.Open(dsn), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("models: open sqlite %s: %w", path, err)
