@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/tools"
 )
 
 // MCP serves a session's tools over MCP (Streamable HTTP, the official Go
@@ -220,7 +220,7 @@ func callResult(call runtime.ToolCallView) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{}
 	// Only an MCP server's output has the server's own content; other tools'
 	// JSON may well have a "content" field of its own (a file's content).
-	if strings.HasPrefix(call.Tool, "mcp__") && json.Unmarshal(call.Output, &mcpOut) == nil && mcpOut.Content != nil {
+	if call.Kind == tools.KindMCP && json.Unmarshal(call.Output, &mcpOut) == nil && mcpOut.Content != nil {
 		res.Content = []mcp.Content{&mcp.TextContent{Text: mcpOut.Text}}
 		if len(mcpOut.Structured) > 0 && string(mcpOut.Structured) != "null" {
 			res.StructuredContent = mcpOut.Structured

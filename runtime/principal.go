@@ -43,6 +43,3 @@ func (p Principal) Can(permission string) bool {
 	_, found := slices.BinarySearch(p.permissions, permission)
 	return found
 }
-
-// Permissions lists what the Principal may do.
-func (p Principal) Permissions() []string { return slices.Clone(p.permissions) }

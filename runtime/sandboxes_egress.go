@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/subako/subako/runtime/egress"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,16 +15,6 @@ import (
 
 	"github.com/subako/subako/runtime/sandbox"
 )
-
-// blockedV4 are the destinations an Internet sandbox must not reach:
-// private, shared, link-local (cloud metadata), benchmark, documentation,
-// multicast and reserved ranges. slirp4netns's own 10.0.2.0/24 (its gateway
-// and DNS forwarder) is a longer prefix, so it stays reachable.
-var blockedV4 = []string{
-	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
-	"192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
-	"224.0.0.0/4", "240.0.0.0/4",
-}
 
 // slirpVirtual are slirp4netns's gateway and DNS: never blocked, whatever
 // the host's own addresses are.
@@ -66,7 +58,13 @@ func (d *egressDriver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Ma
 // blockPrivateRoutes adds the prohibit routes in pid's network namespace.
 func blockPrivateRoutes(ctx context.Context, pid int) error {
 	var batch strings.Builder
-	for _, cidr := range append(blockedV4, hostAddresses()...) {
+	// The same ranges the server's own egress refuses (runtime/egress); the
+	// slirp network 10.0.2.0/24 is a longer prefix, so it stays reachable.
+	var cidrs []string
+	for _, p := range egress.PrivateIPv4() {
+		cidrs = append(cidrs, p.String())
+	}
+	for _, cidr := range append(cidrs, hostAddresses()...) {
 		batch.WriteString("route add prohibit " + cidr + "\n")
 	}
 	cmd := exec.CommandContext(ctx, "nsenter", "--net=/proc/"+strconv.Itoa(pid)+"/ns/net", "--", "ip", "-batch", "-")

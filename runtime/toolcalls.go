@@ -56,6 +56,7 @@ type ToolCallView struct {
 	ID              string          `json:"id"`
 	Session         string          `json:"session"`
 	Tool            string          `json:"tool"`
+	Kind            string          `json:"kind"` // mcp, skill, sandbox, fn, builtin, client: says how to read output
 	Status          string          `json:"status"`
 	Verdict         string          `json:"verdict"`
 	PolicySource    string          `json:"policy_source,omitempty"`
@@ -80,7 +81,7 @@ type ToolCallView struct {
 func (v ToolCallView) Open() bool { return !finalStatus(v.Status) }
 
 func callView(c models.ToolCall) ToolCallView {
-	v := ToolCallView{ID: c.ID, Session: c.SessionID, Tool: c.Tool, Status: c.Status, Verdict: c.Verdict, PolicySource: c.PolicySource,
+	v := ToolCallView{ID: c.ID, Session: c.SessionID, Tool: c.Tool, Kind: c.Kind, Status: c.Status, Verdict: c.Verdict, PolicySource: c.PolicySource,
 		Reason: c.Reason, InputTruncated: c.InputTruncated, OutputTruncated: c.OutputTruncated, Error: c.Error, Model: c.Model,
 		Version: c.VersionID, By: c.ByLabel, Client: c.Client, CreatedAt: c.CreatedAt, StartedAt: c.StartedAt,
 		FinishedAt: c.FinishedAt, DurationMS: c.DurationMS}

@@ -35,6 +35,18 @@ var blocked = prefixes(
 	"::/96", "::ffff:0:0/96", "64:ff9b:1::/48", "100::/64", "2001:db8::/32",
 )
 
+// PrivateIPv4 are the blocked IPv4 ranges other than loopback: what a
+// sandbox's Internet mode refuses by route (its own lo stays its own).
+func PrivateIPv4() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range blocked {
+		if p.Addr().Is4() && !p.Addr().IsLoopback() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // sixToFour is 6to4: bits 16-47 are an IPv4 address, judged as that address.
 var sixToFour = netip.MustParsePrefix("2002::/16")
 

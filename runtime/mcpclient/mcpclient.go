@@ -32,24 +32,6 @@ type Result struct {
 	IsError    bool            // the tool itself reported failure
 }
 
-// Discover lists every tool of the server at url over a session of its own,
-// closed before it returns. attach puts the credential on each request; nil
-// sends none. It reaches public addresses only: use a Pool with
-// AllowPrivate for others.
-func Discover(ctx context.Context, url string, attach func(*http.Request)) ([]Tool, error) {
-	p := NewPool(Options{})
-	defer p.Close()
-	return p.Discover(ctx, url, "", attach)
-}
-
-// Call calls one tool over a session of its own, closed before it returns.
-// Use a Pool to reuse sessions across calls.
-func Call(ctx context.Context, url string, attach func(*http.Request), tool string, args json.RawMessage) (Result, error) {
-	p := NewPool(Options{})
-	defer p.Close()
-	return p.Call(ctx, url, "", attach, tool, args)
-}
-
 // Discover lists every tool of the server at url, following tools/list
 // pages, over the cached session for (url, sessionKey).
 func (p *Pool) Discover(ctx context.Context, url, sessionKey string, attach func(*http.Request)) ([]Tool, error) {
