@@ -48,14 +48,43 @@ func NewMCP(h *Handlers) *MCP {
 	m := &MCP{h: h, sessions: map[string]*mcpSession{}}
 	events, _ := h.RT.Subscribe()
 	go func() {
-		// The channel closes when the runtime stops its events.
-		for e := range events {
-			if e.Kind == "session" && e.State == runtime.SessionEnded {
-				m.forget(e.SessionID)
+		// Events are in-process: a session ended on another replica, or just
+		// after a request checked it, is caught by the periodic sweep.
+		sweep := time.NewTicker(mcpSweepEvery)
+		defer sweep.Stop()
+		for {
+			select {
+			case e, open := <-events:
+				if !open {
+					return // the runtime stopped its events: the server is stopping
+				}
+				if e.Kind == "session" && e.State == runtime.SessionEnded {
+					m.forget(e.SessionID)
+				}
+			case <-sweep.C:
+				m.sweep()
 			}
 		}
 	}()
 	return m
+}
+
+// mcpSweepEvery is how often endpoints of sessions no longer active are dropped.
+const mcpSweepEvery = 5 * time.Minute
+
+// sweep forgets the endpoints of sessions that have ended (or are gone).
+func (m *MCP) sweep() {
+	m.mu.Lock()
+	ids := make([]string, 0, len(m.sessions))
+	for id := range m.sessions {
+		ids = append(ids, id)
+	}
+	m.mu.Unlock()
+	for _, id := range ids {
+		if m.h.RT.AuthorizeSession(context.Background(), runtime.System, id) != nil {
+			m.forget(id)
+		}
+	}
 }
 
 // Serve answers one HTTP request of the MCP transport. Each Subako session has
