@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -64,11 +65,30 @@ func screenshot(ctx context.Context, t *testing.T, name string) {
 // text reads an element's visible text.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	// One script finds the node and reads it, so an htmx or SSE swap that
+	// replaces the node between the two cannot fail the read.
+	js := fmt.Sprintf(`(e => e ? {t: e.innerText} : null)(document.querySelector(%q))`, sel)
+	v, err := chromedp.Run(ctx, chromedp.Poll[struct {
+		T string `json:"t"`
+	}](js, chromedp.WithPollingTimeout(15*time.Second)))
 	if err != nil {
 		t.Fatalf("read %s: %v", sel, err)
 	}
-	return v
+	return v.T
+}
+
+// attr reads one attribute of the first node matching sel, found and read
+// in one script for the same reason as text.
+func attr(t *testing.T, ctx context.Context, sel, name string) string {
+	t.Helper()
+	js := fmt.Sprintf(`(e => e ? {v: e.getAttribute(%q) || ""} : null)(document.querySelector(%q))`, name, sel)
+	v, err := chromedp.Run(ctx, chromedp.Poll[struct {
+		V string `json:"v"`
+	}](js, chromedp.WithPollingTimeout(15*time.Second)))
+	if err != nil {
+		t.Fatalf("read %s of %s: %v", name, sel, err)
+	}
+	return v.V
 }
 
 func steps(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {

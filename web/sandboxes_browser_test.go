@@ -42,8 +42,8 @@ func TestBrowserSandboxesTabLiveStateAndArchive(t *testing.T) {
 		// A mark that a reload would wipe: the state must change live.
 		void(chromedp.Evaluate[bool](`window.notReloaded = true`)),
 	)
-	if back, err := chromedp.Run(ctx, chromedp.AttributeValue(css(`[data-testid=tab-session]`), "href")); err != nil || back.Value != "/sessions/"+s.ID {
-		t.Fatalf("the tab bar links back to %q (%v)", back.Value, err)
+	if back := attr(t, ctx, `[data-testid=tab-session]`, "href"); back != "/sessions/"+s.ID {
+		t.Fatalf("the tab bar links back to %q", back)
 	}
 	if row := text(t, ctx, `[data-testid=sandbox-row]`); !strings.Contains(row, "workbench") || !strings.Contains(row, "No internet") {
 		t.Fatalf("the row reads %q", row)
@@ -86,13 +86,10 @@ func TestBrowserSandboxesTabLiveStateAndArchive(t *testing.T) {
 // cookies and unpacks what it got.
 func downloadInBrowser(t *testing.T, ctx context.Context) map[string]string {
 	t.Helper()
-	href, err := chromedp.Run(ctx, chromedp.AttributeValue(css(`[data-testid=archive-download]`), "href"))
+	href := attr(t, ctx, `[data-testid=archive-download]`, "href")
+	b64, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(fetchBase64, href), chromedp.EvalAwaitPromise))
 	if err != nil {
-		t.Fatal(err)
-	}
-	b64, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(fetchBase64, href.Value), chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatalf("download %s in the browser: %v", href.Value, err)
+		t.Fatalf("download %s in the browser: %v", href, err)
 	}
 	gz, _ := base64.StdEncoding.DecodeString(b64)
 	return untar(t, gz)
