@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/subako/subako/runtime"
@@ -34,14 +35,16 @@ func queueFilter(c echo.Context) (runtime.QueueFilter, error) {
 }
 
 // filterQuery is the part of a URL that carries the queue's filters.
-func filterQuery(f runtime.QueueFilter) string {
+func filterQuery(f runtime.QueueFilter) string { return filterValues(f).Encode() }
+
+func filterValues(f runtime.QueueFilter) url.Values {
 	v := url.Values{}
 	for k, s := range map[string]string{"agent": f.Agent, "session": f.Session, "grant": f.Grant, "tool": f.Tool, "order": f.Order} {
 		if s != "" {
 			v.Set(k, s)
 		}
 	}
-	return v.Encode()
+	return v
 }
 
 func withQuery(path, query string) string {
@@ -69,8 +72,11 @@ func (h *Handlers) Approvals(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	qv := queueView(p, q, f)
+	events := filterValues(f)
+	events.Set("seen", liveSeen(ctx(c), map[string]templ.Component{"queue": pages.ApprovalQueue(qv)}))
 	fv := pages.ApprovalFilterView{Agent: f.Agent, Session: f.Session, Grant: f.Grant, Tool: f.Tool, Order: f.Order,
-		Grants: q.Grants, Tools: q.Tools, EventsURL: withQuery("/approvals/events", filterQuery(f))}
+		Grants: q.Grants, Tools: q.Tools, EventsURL: "/approvals/events?" + events.Encode()}
 	for _, a := range q.Agents {
 		fv.Agents = append(fv.Agents, pages.Option{Value: a.Value, Label: a.Label})
 	}
@@ -79,7 +85,7 @@ func (h *Handlers) Approvals(c echo.Context) error {
 	}
 	s := h.shell(c, approvalsTitle(q.Pending), "approvals")
 	s.Pending = q.Pending
-	return render(c, http.StatusOK, pages.ApprovalsPage(s, fv, queueView(p, q, f)))
+	return render(c, http.StatusOK, pages.ApprovalsPage(s, fv, qv))
 }
 
 // approvalsTitle puts the count first, where a browser tab shows it.
@@ -269,7 +275,7 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	hd := c.Response().Header()
 	hd.Set(echo.HeaderContentType, "text/event-stream")
 	hd.Set(echo.HeaderCacheControl, "no-store")
-	out := &sseStream{w: c.Response(), last: map[string]string{}}
+	out := newSSEStream(c.Response(), c.QueryParam("seen"))
 	sid, _ := c.Get(webSIDKey).(string)
 	beat := time.NewTicker(sseHeartbeat)
 	defer beat.Stop()

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/subako/subako/runtime"
@@ -60,7 +61,8 @@ func (h *Handlers) Sandboxes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := pages.SandboxesView{EventsURL: "/sandboxes/events", Table: t}
+	seen := liveSeen(ctx(c), map[string]templ.Component{"sandboxes": pages.SandboxTableView(t)})
+	v := pages.SandboxesView{EventsURL: "/sandboxes/events?" + url.Values{"seen": {seen}}.Encode(), Table: t}
 	return render(c, http.StatusOK, pages.SandboxesPage(h.shell(c, "Sandboxes", "sandboxes"), v))
 }
 
@@ -74,8 +76,9 @@ func (h *Handlers) SessionSandboxes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	seen := liveSeen(ctx(c), map[string]templ.Component{"sandboxes": pages.SandboxTableView(t)})
 	v := pages.SandboxesView{SessionID: s.ID, SessionTitle: s.Title, Table: t,
-		EventsURL: "/sandboxes/events?" + url.Values{"session": {s.ID}}.Encode()}
+		EventsURL: "/sandboxes/events?" + url.Values{"session": {s.ID}, "seen": {seen}}.Encode()}
 	title := s.Title
 	if title == "" {
 		title = s.ID
@@ -110,7 +113,7 @@ func (h *Handlers) SandboxEvents(c echo.Context) error {
 	hd.Set(echo.HeaderContentType, "text/event-stream")
 	hd.Set(echo.HeaderCacheControl, "no-store")
 	c.Response().WriteHeader(http.StatusOK)
-	out := &sseStream{w: c.Response(), last: map[string]string{}}
+	out := newSSEStream(c.Response(), c.QueryParam("seen"))
 	beat := time.NewTicker(sseHeartbeat)
 	defer beat.Stop()
 	matters := func(ev runtime.Event) bool {

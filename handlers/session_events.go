@@ -2,9 +2,13 @@ package handlers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,13 +42,13 @@ func (h *Handlers) SessionEvents(c echo.Context) error {
 	hd.Set(echo.HeaderContentType, "text/event-stream")
 	hd.Set(echo.HeaderCacheControl, "no-store")
 	c.Response().WriteHeader(http.StatusOK)
-	out := &sseStream{w: c.Response(), last: map[string]string{}}
+	out := newSSEStream(c.Response(), c.QueryParam("seen"))
 	sid, _ := c.Get(webSIDKey).(string)
 	beat := time.NewTicker(sseHeartbeat)
 	defer beat.Stop()
 	for {
-		// Sent once on connecting too: a change between the page's render and
-		// the stream's start would otherwise be missed.
+		// Checked once on connecting too: a change between the page's render
+		// and the stream's start would otherwise be missed.
 		if err := h.pushSession(c, out, sid, id); err != nil {
 			if e, ok := runtime.AsError(err); !ok || e.Kind == runtime.KindInternal {
 				h.Log.Warn("session events: stream ended", "session", id, "err", err)
@@ -66,28 +70,65 @@ func (h *Handlers) pushSession(c echo.Context, out *sseStream, sid, id string) e
 	if err != nil {
 		return err
 	}
-	parts := []struct {
-		name string
-		comp templ.Component
-	}{
-		{"head", pages.SessionHeadView(live.head)},
-		{"pending", pages.SessionPendingView(live.pending)},
-		{"calls", pages.SessionCallLog(live.calls)},
-		{"rules", pages.SessionRulesView(live.rules)},
-	}
-	for _, part := range parts {
-		if err := out.send(ctx(c), part.name, part.comp); err != nil {
+	parts := live.parts()
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
+		if err := out.send(ctx(c), name, parts[name]); err != nil {
 			return err
 		}
 	}
 	return http.NewResponseController(out.w).Flush()
 }
 
+// parts are the page's live parts by their event names.
+func (l sessionLive) parts() map[string]templ.Component {
+	return map[string]templ.Component{
+		"head":    pages.SessionHeadView(l.head),
+		"pending": pages.SessionPendingView(l.pending),
+		"calls":   pages.SessionCallLog(l.calls),
+		"rules":   pages.SessionRulesView(l.rules),
+	}
+}
+
 // sseStream writes events to one client, skipping a part whose HTML has not
 // changed since it was last sent, so a form being typed into is not reset.
+// It remembers each part by a hash of its HTML; a page seeds it with the
+// hashes of what it rendered (liveSeen), so a stream that connects to an
+// unchanged page sends nothing and swaps nothing under the person's pointer.
 type sseStream struct {
 	w    http.ResponseWriter
 	last map[string]string
+}
+
+// newSSEStream starts a stream for a page that rendered the parts in seen
+// ("name:hash,…", from liveSeen; anything else is ignored).
+func newSSEStream(w http.ResponseWriter, seen string) *sseStream {
+	s := &sseStream{w: w, last: map[string]string{}}
+	for pair := range strings.SplitSeq(seen, ",") {
+		if name, sum, ok := strings.Cut(pair, ":"); ok && name != "" && sum != "" {
+			s.last[name] = sum
+		}
+	}
+	return s
+}
+
+// liveSeen renders the named parts as a page embeds them and returns the
+// value of the events URL's seen parameter.
+func liveSeen(cx context.Context, parts map[string]templ.Component) string {
+	names := slices.Sorted(maps.Keys(parts))
+	out := make([]string, 0, len(names))
+	for _, name := range names {
+		var b strings.Builder
+		if err := parts[name].Render(cx, &b); err != nil {
+			continue // the stream will send this part on connecting
+		}
+		out = append(out, name+":"+htmlSum(b.String()))
+	}
+	return strings.Join(out, ",")
+}
+
+func htmlSum(html string) string {
+	sum := sha256.Sum256([]byte(html))
+	return hex.EncodeToString(sum[:8])
 }
 
 func (s *sseStream) send(cx context.Context, name string, comp templ.Component) error {
@@ -96,10 +137,11 @@ func (s *sseStream) send(cx context.Context, name string, comp templ.Component) 
 		return fmt.Errorf("handlers: render %s: %w", name, err)
 	}
 	html := b.String()
-	if prev, sent := s.last[name]; sent && prev == html {
+	sum := htmlSum(html)
+	if prev, sent := s.last[name]; sent && prev == sum {
 		return nil
 	}
-	s.last[name] = html
+	s.last[name] = sum
 	var ev strings.Builder
 	ev.WriteString("event: " + name + "\n")
 	// A data line ends at any line break; each line of the HTML needs its own.

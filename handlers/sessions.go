@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -159,6 +160,8 @@ func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages
 	s := live.session
 	d := pages.SessionDetail{Head: live.head, Calls: live.calls, Pending: live.pending, Rules: live.rules,
 		AgentID: s.Agent, AgentName: s.Agent, VersionID: s.Version, CanRefresh: p.Can("Session.tools")}
+	seen := liveSeen(ctx(c), live.parts())
+	d.EventsURL = "/sessions/" + url.PathEscape(id) + "/events?" + url.Values{"seen": {seen}}.Encode()
 	v, err := h.RT.VersionGet(ctx(c), p, s.Version)
 	if err != nil {
 		return d, err

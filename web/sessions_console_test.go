@@ -233,6 +233,42 @@ func TestSessionEventsStreamTheCallLog(t *testing.T) {
 	}
 }
 
+var sseConnectRe = regexp.MustCompile(`sse-connect="([^"]+)"`)
+
+// A page's stream knows what the page showed: connecting to an unchanged
+// page swaps nothing (no flicker, no form reset under the person's hands),
+// and afterwards only the parts that changed are sent.
+func TestSessionEventsSendOnlyWhatChangedSinceThePage(t *testing.T) {
+	w := newWorld(t, everythingConfig)
+	owner := w.browserOf()
+	s := w.session(w.vault)
+	m := sseConnectRe.FindStringSubmatch(mustGet(owner, "/sessions/"+s.ID))
+	if m == nil || !strings.Contains(m[1], "seen=") {
+		t.Fatalf("the session page's stream URL is %v", m)
+	}
+	ev := owner.events(html.UnescapeString(m[1]))
+	w.call(s.Token, s.ID, "mcp__everything__echo", map[string]any{"message": "after the page"}, 10)
+	w.call(s.Token, s.ID, "builtin__session__rename", map[string]any{"title": "Renamed after the page"}, 10)
+	sent := map[string]int{}
+	for sent["head"] == 0 || sent["calls"] == 0 {
+		name, data := ev.next(t)
+		sent[name]++
+		if name == "calls" && sent[name] == 1 && !strings.Contains(data, "after the page") {
+			t.Fatalf("the first call log sent is the one the page already showed:\n%s", data)
+		}
+	}
+	if sent["pending"] != 0 || sent["rules"] != 0 {
+		t.Fatalf("parts that did not change were sent again: %v", sent)
+	}
+	// A stream without the page's hashes (a reconnect from elsewhere) gets every part.
+	all := owner.events("/sessions/" + s.ID + "/events")
+	got := map[string]bool{}
+	for len(got) < 4 {
+		name, _ := all.next(t)
+		got[name] = true
+	}
+}
+
 func TestDecisionsAndRulesOnTheSessionPage(t *testing.T) {
 	w := newWorld(t, everythingConfig)
 	owner := w.browserOf()
