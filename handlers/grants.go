@@ -102,7 +102,7 @@ func (h *Handlers) grantForm(c echo.Context, kind, current string) (pages.GrantF
 	}
 	f := pages.GrantForm{VersionID: v.ID, AgentName: a.Name, Number: v.Number, Kind: kind, HasPolicy: ki.HasPolicy,
 		Title: "Add " + ki.Singular, Current: current, Policy: "allow", Network: tools.NetworkUnrestricted,
-		Releases: h.RT.Releases(), Release: "2026", Errors: map[string]string{}}
+		Releases: h.RT.Releases(), Release: "2026", Errors: map[string]string{}, Published: v.State == runtime.StatePublished}
 	if current != "" {
 		f.Title = "Edit " + ki.Singular + " " + current
 		if !fillFromConfig(&f, v.Parsed()) {
@@ -184,7 +184,17 @@ func (h *Handlers) NewGrant(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if f.Published {
+		return h.publishedForm(c, f)
+	}
 	return render(c, http.StatusOK, pages.GrantFormPage(h.shell(c, f.Title, "agents"), f))
+}
+
+// publishedForm answers a grant form asked of a published version: there is
+// nothing to fill in, so the editor (read-only) says why.
+func (h *Handlers) publishedForm(c echo.Context, f pages.GrantForm) error {
+	h.flash(c, "error", fmt.Sprintf("Version %d is published and cannot change: start a new draft from it to edit its grants.", f.Number))
+	return redirect(c, "/versions/"+f.VersionID)
 }
 
 // EditGrant shows the form to edit a grant.
@@ -192,6 +202,9 @@ func (h *Handlers) EditGrant(c echo.Context) error {
 	f, err := h.grantForm(c, c.Param("kind"), c.Param("name"))
 	if err != nil {
 		return err
+	}
+	if f.Published {
+		return h.publishedForm(c, f)
 	}
 	return render(c, http.StatusOK, pages.GrantFormPage(h.shell(c, f.Title, "agents"), f))
 }
@@ -251,26 +264,39 @@ func readForm(c echo.Context, f *pages.GrantForm) {
 
 // grantJSON writes the form as the grant's agent-config object.
 func grantJSON(f pages.GrantForm) json.RawMessage {
-	rules := map[string]string{}
-	for _, r := range f.Rules {
-		rules[r.Tool] = r.Policy
+	// The rules keep their rows: a tool given twice reaches the config's
+	// parser as a duplicate key and is refused there, as in the API, rather
+	// than the last row silently winning.
+	var rules strings.Builder
+	rules.WriteByte('{')
+	for i, r := range f.Rules {
+		if i > 0 {
+			rules.WriteByte(',')
+		}
+		k, _ := json.Marshal(r.Tool)
+		v, _ := json.Marshal(r.Policy)
+		rules.Write(k)
+		rules.WriteByte(':')
+		rules.Write(v)
 	}
+	rules.WriteByte('}')
+	ruleJSON := json.RawMessage(rules.String())
 	var g map[string]any
 	switch f.Kind {
 	case tools.KindMCP:
-		g = map[string]any{"name": f.Name, "url": f.URL, "default_policy": f.Policy, "tool_rules": rules}
+		g = map[string]any{"name": f.Name, "url": f.URL, "default_policy": f.Policy, "tool_rules": ruleJSON}
 	case tools.KindSkill:
 		g = map[string]any{"name": f.Name, "skill": f.Skill}
 	case tools.KindSandbox:
 		g = map[string]any{"name": f.Name, "environment": map[string]string{"type": "platform", "release": f.Release},
-			"network": map[string]string{"type": f.Network}, "default_policy": f.Policy, "tool_rules": rules}
+			"network": map[string]string{"type": f.Network}, "default_policy": f.Policy, "tool_rules": ruleJSON}
 	case tools.KindFn:
 		pkg, ver, _ := strings.Cut(f.Package, "@")
 		origins := []string{}
 		for _, o := range strings.Fields(f.Origins) {
 			origins = append(origins, o)
 		}
-		g = map[string]any{"name": f.Name, "package": pkg, "version": ver, "origins": origins, "default_policy": f.Policy, "tool_rules": rules}
+		g = map[string]any{"name": f.Name, "package": pkg, "version": ver, "origins": origins, "default_policy": f.Policy, "tool_rules": ruleJSON}
 	default:
 		g = map[string]any{"name": f.Name}
 	}

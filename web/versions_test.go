@@ -3,8 +3,10 @@ package web_test
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -188,5 +190,41 @@ func TestAgentConfigRoundTripEveryKind(t *testing.T) {
 	e.api(tok, "GET", "/versions/"+v.ID, nil, &again)
 	if !bytes.Equal(again.Config, got.Config) {
 		t.Fatal("export → import → export is not stable")
+	}
+}
+
+// The grant form keeps every tool-rule row: a tool given twice is refused
+// under the rules, as the API refuses it, and nothing is saved; a published
+// version offers no form at all.
+func TestGrantFormRefusesDuplicateRulesAndPublishedVersions(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	tok := owner.token()
+	_, v := e.agentWithDraft(tok)
+	form := url.Values{"name": {"box"}, "release": {"2026"}, "network": {"none"}, "default_policy": {"allow"},
+		"rule_tool": {"exec", "exec"}, "rule_policy": {"deny", "allow"}}
+	resp, page := owner.post("/versions/"+v.ID+"/grants/sandbox", form)
+	if msg := html.UnescapeString(fieldText(page, "tool_rules-error")); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(msg, `"exec"`) || !strings.Contains(msg, "twice") {
+		t.Fatalf("two rules for exec answered %d with %q", resp.StatusCode, msg)
+	}
+	var got version
+	if e.api(tok, "GET", "/versions/"+v.ID, nil, &got); !sameJSON(t, got.Config, []byte(`{}`)) {
+		t.Fatalf("a refused form changed the config: %s", got.Config)
+	}
+	form["rule_tool"], form["rule_policy"] = []string{"exec"}, []string{"deny"}
+	if resp, _ := owner.post("/versions/"+v.ID+"/grants/sandbox", form); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("one rule for exec answered %d", resp.StatusCode)
+	}
+	if s := e.api(tok, "POST", "/versions/"+v.ID+"/publish", nil, nil); s != 200 {
+		t.Fatalf("publish: %d", s)
+	}
+	for _, path := range []string{"/grants/sandbox/new", "/grants/sandbox/box/edit"} {
+		resp, _ := owner.get("/versions/" + v.ID + path)
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/versions/"+v.ID {
+			t.Fatalf("%s of a published version answered %d to %q", path, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if _, editor := owner.get("/versions/" + v.ID); !strings.Contains(editor, "is published and cannot change") {
+			t.Fatalf("the editor does not say why the form is not offered")
+		}
 	}
 }
