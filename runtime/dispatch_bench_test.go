@@ -16,7 +16,7 @@ const benchToken = "bench-token-0123456789"
 
 // benchSession is a published version granting server-everything (echo
 // allowed) and a skill, and a session of it with the server's credential.
-func benchSession(b *testing.B) (*runtime.Runtime, runtime.Principal, string, string) {
+func benchSession(b testing.TB) (*runtime.Runtime, runtime.Principal, string, string) {
 	ctx := b.Context()
 	rt := runtime.New(modelstest.Open(b), runtime.Options{AllowPrivateEgress: true}) // server-everything is on 127.0.0.1
 	b.Cleanup(rt.Close)

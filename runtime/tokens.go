@@ -141,7 +141,7 @@ func (r *Runtime) AuthenticateToken(ctx context.Context, secret string) (Princip
 	}
 	// last_used_at is a hint for people tidying tokens; a minute's precision is plenty.
 	if t.LastUsedAt == nil || r.now().Sub(*t.LastUsedAt) > time.Minute {
-		r.db.WithContext(ctx).Model(&t).Update("last_used_at", r.now())
+		r.db.WithContext(ctx).Model(&t).UpdateColumn("last_used_at", r.now())
 	}
 	p := UserPrincipal(u.ID, u.Email, u.Access)
 	p.TokenID = t.ID

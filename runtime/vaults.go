@@ -315,7 +315,7 @@ func (r *Runtime) attacherFor(ctx context.Context, sessionID, url string) (credI
 		if err != nil {
 			return "", nil, fmt.Errorf("runtime: open credential %s: %w", c.ID, err)
 		}
-		r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ?", c.ID).Update("last_used_at", r.now())
+		r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ?", c.ID).UpdateColumn("last_used_at", r.now())
 		s := string(secret)
 		return c.ID, func(req *http.Request) { vault.Apply(req, match, s) }, nil
 	}
