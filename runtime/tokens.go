@@ -120,7 +120,16 @@ func (r *Runtime) TokenRevoke(ctx context.Context, p Principal, id string) error
 		if err != nil {
 			return err
 		}
-		return r.db.WithContext(ctx).Model(&t).Update("revoked_at", r.now()).Error
+		if t.UserID != p.ID && !p.Can("User.grant_owner") {
+			var holder models.User
+			if err := r.db.WithContext(ctx).First(&holder, "id = ?", t.UserID).Error; err != nil {
+				return err
+			}
+			if holder.Access == AccessOwner {
+				return denied(p, "User.grant_owner", "only an owner may revoke an owner's token")
+			}
+		}
+		return r.db.WithContext(ctx).Model(&t).UpdateColumn("revoked_at", r.now()).Error
 	}, id)
 }
 

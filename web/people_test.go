@@ -193,3 +193,29 @@ func TestHealthReadyMetrics(t *testing.T) {
 		t.Errorf("CSP %q", csp)
 	}
 }
+
+// An admin may revoke a member's token but not an owner's: owners are only
+// touched by owners, as for changing or removing them.
+func TestOnlyOwnersRevokeAnOwnersToken(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	admin := e.person(owner, "admin@example.com", "admin")
+	member := e.person(owner, "member@example.com", "member")
+	adminTok := admin.token()
+	var ownerTok, memberTok struct{ ID, Token string }
+	e.api(owner.token(), "POST", "/tokens", map[string]any{"name": "ci", "expires": "30d"}, &ownerTok)
+	e.api(member.token(), "POST", "/tokens", map[string]any{"name": "ci", "expires": "30d"}, &memberTok)
+	var p problem
+	if s := e.api(adminTok, "DELETE", "/tokens/"+ownerTok.ID, nil, &p); s != http.StatusForbidden || p.MissingPermission != "User.grant_owner" {
+		t.Fatalf("an admin revoking an owner's token answered %d %+v", s, p)
+	}
+	if s := e.api(ownerTok.Token, "GET", "/agents", nil, nil); s != http.StatusOK {
+		t.Fatalf("the owner's token stopped working after a refused revoke: %d", s)
+	}
+	if s := e.api(adminTok, "DELETE", "/tokens/"+memberTok.ID, nil, nil); s != http.StatusNoContent {
+		t.Fatalf("an admin revoking a member's token answered %d", s)
+	}
+	if s := e.api(memberTok.Token, "GET", "/agents", nil, nil); s != http.StatusUnauthorized {
+		t.Fatalf("a revoked token still answers %d", s)
+	}
+}
