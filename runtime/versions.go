@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,7 +170,13 @@ func (r *Runtime) VersionGet(ctx context.Context, p Principal, id string) (Versi
 // VersionUpdate is Version.update: replaces a draft's config whole. A
 // published version answers version_published and is left as it was.
 func (r *Runtime) VersionUpdate(ctx context.Context, p Principal, id string, config []byte) (VersionView, error) {
-	return r.updateConfig(ctx, p, id, func(string) ([]byte, error) { return config, nil })
+	return r.updateConfig(ctx, p, id, func(string) ([]byte, error) {
+		// A forgotten body must not empty a draft: an empty config is said as {}.
+		if t := bytes.TrimSpace(config); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+			return nil, invalid("config", "required", "the agent config is required: send a JSON object (an empty config is {})")
+		}
+		return config, nil
+	})
 }
 
 // updateConfig is Version.update with the new config derived from the

@@ -18,6 +18,10 @@ type APIRoute struct {
 	Handler echo.HandlerFunc
 }
 
+// WholeBody reports whether the verb's JSON body is one value (Version.update's
+// agent config) rather than an object of fields; `subako do` takes it as "body".
+func (r APIRoute) WholeBody() bool { return r.Verb == "Version.update" }
+
 // apiRoutes is the JSON API, verb by verb, in API.md's order.
 func apiRoutes(h *handlers.Handlers) []APIRoute {
 	return []APIRoute{

@@ -228,3 +228,29 @@ func TestGrantFormRefusesDuplicateRulesAndPublishedVersions(t *testing.T) {
 		}
 	}
 }
+
+// A missing or null config is refused, naming the field, and the draft keeps
+// its grants; {} is how an empty config is said.
+func TestVersionUpdateNeedsAConfig(t *testing.T) {
+	e := newEnv(t)
+	tok := e.owner().token()
+	_, v := e.agentWithDraft(tok)
+	if s, body := e.rawAPI(tok, "PUT", "/versions/"+v.ID+"/config", seedSandbox); s != 200 {
+		t.Fatalf("update: %d %s", s, body)
+	}
+	for _, body := range []string{"", "  ", "null"} {
+		s, out := e.rawAPI(tok, "PUT", "/versions/"+v.ID+"/config", body)
+		var p problem
+		json.Unmarshal(out, &p)
+		if s != 422 || p.Field != "config" || !strings.Contains(p.Detail, "{}") {
+			t.Fatalf("a config of %q answered %d %s", body, s, out)
+		}
+	}
+	var got version
+	if e.api(tok, "GET", "/versions/"+v.ID, nil, &got); !sameJSON(t, got.Config, []byte(seedSandbox)) {
+		t.Fatalf("a refused update changed the draft: %s", got.Config)
+	}
+	if s, _ := e.rawAPI(tok, "PUT", "/versions/"+v.ID+"/config", `{}`); s != 200 {
+		t.Fatalf("an explicit empty config answered %d", s)
+	}
+}

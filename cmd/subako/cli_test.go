@@ -59,6 +59,10 @@ func TestOfflineBootstrapThenDo(t *testing.T) {
 	var v struct{ ID, State string }
 	doJSON(t, &v, "Version.create", `{"agent": "`+agent.ID+`"}`)
 	doJSON(t, &v, "Version.update", `{"version": "`+v.ID+`", "body": {"builtins": [{"name": "session"}]}}`)
+	// A forgotten body is refused, here and by the server, and the draft keeps its grants.
+	if err := doCmd([]string{"Version.update", "--json", `{"version": "` + v.ID + `"}`}, nil, io.Discard); err == nil || !strings.Contains(err.Error(), `"body"`) {
+		t.Fatalf("Version.update without a body: %v", err)
+	}
 	doJSON(t, &v, "Version.publish", `{"version": "`+v.ID+`"}`)
 	if v.State != "published" {
 		t.Fatalf("Version.publish: %+v", v)

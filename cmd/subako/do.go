@@ -116,8 +116,12 @@ func buildRequest(base string, r web.APIRoute, in map[string]any) (*http.Request
 		}
 	} else {
 		payload := any(in)
-		if b, ok := in["body"]; ok && len(in) == 1 {
-			payload = b // a verb whose body is not an object of fields (Version.update's config)
+		if r.WholeBody() {
+			b, ok := in["body"]
+			if !ok || len(in) != 1 {
+				return nil, fmt.Errorf(`%s takes its input as "body" (and the path's ids), e.g. {"version": "ver_…", "body": {…}}`, r.Verb)
+			}
+			payload = b
 		}
 		b, err := json.Marshal(payload)
 		if err != nil {
