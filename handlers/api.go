@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -36,8 +37,12 @@ func jsonProblem(err error) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		return &runtime.Error{Kind: runtime.KindInvalid, Code: "invalid_type", Title: "Invalid body", Field: te.Field,
-			Detail: fmt.Sprintf("%s must be %s, not %s", te.Field, te.Type.String(), te.Value)}
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return &runtime.Error{Kind: runtime.KindInvalid, Code: "invalid_type", Title: "Invalid body", Field: field,
+			Detail: fmt.Sprintf("%s must be %s, not %s", field, jsonType(te.Type), jsonValueName(te.Value))}
 	case errors.As(err, &se):
 		return &runtime.Error{Kind: runtime.KindInvalid, Code: "invalid_json", Title: "Invalid body",
 			Detail: fmt.Sprintf("the body is not valid JSON (at byte %d): %v", se.Offset, err)}
@@ -168,4 +173,48 @@ func answerEmpty(c echo.Context, err error) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// jsonType names a Go type the way the JSON that fills it is written.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonType(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t.Name() == "RawMessage" {
+			return "a JSON value"
+		}
+		if e := jsonType(t.Elem()); strings.HasPrefix(e, "a") {
+			return "an array of " + strings.TrimPrefix(strings.TrimPrefix(e, "a "), "an ") + "s"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a JSON value"
+}
+
+// jsonValueName is what json.UnmarshalTypeError.Value holds ("string",
+// "number 1.5", "array", "object", "bool"), said in the same words.
+func jsonValueName(v string) string {
+	switch {
+	case v == "string":
+		return "a string"
+	case v == "array" || v == "object":
+		return "an " + v
+	case v == "bool":
+		return "true or false"
+	case strings.HasPrefix(v, "number"):
+		return "a " + v
+	}
+	return v
 }

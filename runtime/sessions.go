@@ -80,7 +80,7 @@ func (r *Runtime) SessionCreate(ctx context.Context, p Principal, in SessionCrea
 				return invalid(fmt.Sprintf("vaults[%d]", i), "unknown_vault", fmt.Sprintf("no vault %q", ref))
 			}
 			if slices.Contains(vaultIDs, vlt.ID) {
-				return invalid(fmt.Sprintf("vaults[%d]", i), "duplicate_vault", fmt.Sprintf("vault %q is listed twice", ref))
+				return invalid(fmt.Sprintf("vaults[%d]", i), "duplicate_vault", fmt.Sprintf("vault %q is listed twice", vlt.Name))
 			}
 			vaultIDs = append(vaultIDs, vlt.ID)
 		}

@@ -120,6 +120,9 @@ func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallIn
 	var callID string
 	err := r.run(ctx, p, "ToolCall.create", func(a *act) error {
 		a.model = in.Model
+		if in.WaitSeconds != nil && *in.WaitSeconds < 0 {
+			return invalid("wait_seconds", "out_of_range", fmt.Sprintf("wait_seconds must be 0 or more (0 answers at once; waits over %d are cut to %d)", int(maxWait.Seconds()), int(maxWait.Seconds())))
+		}
 		s, err := r.loadSession(ctx, p, in.Session)
 		if err != nil {
 			return err

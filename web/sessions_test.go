@@ -158,10 +158,23 @@ func TestToolCallBadInput(t *testing.T) {
 			}
 		})
 	}
+	// The body's own fields: a negative wait and a wrong type name the field in JSON's words.
+	var p problem
+	if st := w.api(s.Token, "POST", "/sessions/"+s.ID+"/tool_calls", map[string]any{"tool": "builtin__session__rename", "input": map[string]any{"title": "x"}, "wait_seconds": -5}, &p); st != 422 || p.Field != "wait_seconds" || !strings.Contains(p.Detail, "0 or more") {
+		t.Fatalf("a negative wait_seconds answered %d %+v", st, p)
+	}
+	if st := w.api(s.Token, "POST", "/sessions/"+s.ID+"/tool_calls", map[string]any{"tool": "builtin__session__rename", "input": map[string]any{"title": "x"}, "wait_seconds": "soon"}, &p); st != 422 || p.Field != "wait_seconds" || p.Detail != "wait_seconds must be a number, not a string" {
+		t.Fatalf("a string wait_seconds answered %d %+v", st, p)
+	}
+	if st := w.api(w.owner, "POST", "/sessions", map[string]any{"version": "ver_x", "vaults": "vlt_x"}, &p); st != 422 || p.Detail != "vaults must be an array of strings, not a string" {
+		t.Fatalf("vaults as a string answered %d %+v", st, p)
+	}
+	if st := w.api(w.owner, "POST", "/sessions", map[string]any{"version": w.version, "vaults": []string{w.vault, w.vault}}, &p); st != 422 || p.Field != "vaults[1]" || p.Detail != `vault "customer-a" is listed twice` {
+		t.Fatalf("a vault listed twice answered %d %+v", st, p)
+	}
 	if st := w.api(w.owner, "POST", "/sessions/"+s.ID+"/end", nil, nil); st != 200 {
 		t.Fatalf("Session.end: %d", st)
 	}
-	var p problem
 	if st := w.api(s.Token, "POST", "/sessions/"+s.ID+"/tool_calls", map[string]any{"tool": "builtin__session__rename", "input": map[string]any{"title": "x"}}, &p); st != 401 || p.Code != "session_ended" {
 		t.Fatalf("an ended session's token answered %d", st)
 	}
