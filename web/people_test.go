@@ -184,6 +184,13 @@ func TestHealthReadyMetrics(t *testing.T) {
 			t.Errorf("%s: %d %q", path, resp.StatusCode, body)
 		}
 	}
+	// HEAD answers as GET does, without a body: what uptime checks send.
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/login": 200, "/agents": http.StatusSeeOther} {
+		resp, body := b.do(http.MethodHead, path, nil, nil)
+		if resp.StatusCode != want || body != "" {
+			t.Errorf("HEAD %s: %d with %d bytes, want %d and none", path, resp.StatusCode, len(body), want)
+		}
+	}
 	b.get("/login")
 	if _, body := b.get("/metrics"); !strings.Contains(body, `subako_http_requests_total{method="GET",route="/login",status="200"}`) {
 		t.Errorf("metrics do not count requests by route:\n%.2000s", body)

@@ -46,11 +46,31 @@ func New(rt *runtime.Runtime, cfg Config) *echo.Echo {
 	e.HTTPErrorHandler = h.ErrorHandler
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	e.Pre(headAsGet)
 	e.Use(middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, crossOrigin(), bodyLimits())
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	routes(e, h, rt)
 	return e
 }
+
+// headAsGet answers HEAD as GET would, for uptime checks and link checkers:
+// the route runs as a GET (echo routes on the request it was given, so the
+// method changes in place) and the body it writes is dropped.
+func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if r := c.Request(); r.Method == http.MethodHead {
+			r.Method = http.MethodGet
+			c.Response().Writer = headWriter{c.Response().Writer}
+		}
+		return next(c)
+	}
+}
+
+// headWriter drops a response's body; Unwrap keeps flushing reachable.
+type headWriter struct{ http.ResponseWriter }
+
+func (w headWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // uploadPaths take packages and skills (up to 64 MB); every other request body
 // is small, and a large one is refused before it is read.
