@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"gorm.io/gorm/clause"
 
 	"github.com/subako/subako/models"
@@ -29,6 +32,75 @@ type ClientView struct {
 }
 
 var clientToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// clientSchemaProblem explains why raw cannot be a client tool's input
+// schema, or returns "". MCP lists a tool only with an object schema, and
+// calls are validated against it, so it must be a JSON object whose "type"
+// is "object" and that the validator can compile.
+func clientSchemaProblem(raw json.RawMessage) string {
+	const want = `must be a JSON Schema of type "object", such as {"type": "object", "properties": {}}`
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil || probe == nil {
+		return want
+	}
+	var typ string
+	if err := json.Unmarshal(probe["type"], &typ); err != nil || typ != "object" {
+		return want
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "is not a valid JSON Schema: " + truncate(err.Error(), 300)
+	}
+	if t := unknownSchemaType(&s); t != "" {
+		// The validator compiles an unknown type and then fails every call.
+		return "is not a valid JSON Schema: " + t + " is not a JSON type; use null, boolean, object, array, number, integer or string"
+	}
+	if _, err := s.Resolve(nil); err != nil {
+		return "is not a usable JSON Schema: " + truncate(err.Error(), 300)
+	}
+	return ""
+}
+
+// quoteCut quotes a type name a client sent, cut to 40 bytes.
+func quoteCut(t string) string {
+	return fmt.Sprintf("%q", truncate(t, 40))
+}
+
+var jsonTypes = []string{"null", "boolean", "object", "array", "number", "integer", "string"}
+
+// unknownSchemaType returns, quoted, the first "type" under s that names no
+// JSON type, or "".
+func unknownSchemaType(s *jsonschema.Schema) string {
+	if s == nil {
+		return ""
+	}
+	if s.Type != "" && !slices.Contains(jsonTypes, s.Type) {
+		return quoteCut(s.Type)
+	}
+	for _, t := range s.Types {
+		if !slices.Contains(jsonTypes, t) {
+			return quoteCut(t)
+		}
+	}
+	var kids []*jsonschema.Schema
+	kids = append(kids, s.Items, s.AdditionalItems, s.Contains, s.UnevaluatedItems, s.AdditionalProperties,
+		s.PropertyNames, s.UnevaluatedProperties, s.Not, s.If, s.Then, s.Else, s.ContentSchema)
+	for _, l := range [][]*jsonschema.Schema{s.PrefixItems, s.ItemsArray, s.AllOf, s.AnyOf, s.OneOf} {
+		kids = append(kids, l...)
+	}
+	for _, m := range []map[string]*jsonschema.Schema{s.Defs, s.Definitions, s.DependencySchemas,
+		s.Properties, s.PatternProperties, s.DependentSchemas} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			kids = append(kids, m[k])
+		}
+	}
+	for _, k := range kids {
+		if t := unknownSchemaType(k); t != "" {
+			return t
+		}
+	}
+	return ""
+}
 
 // ClientConnect is Client.connect: declares (or redeclares) a client's tools.
 func (r *Runtime) ClientConnect(ctx context.Context, p Principal, in ClientInput) (ClientView, error) {
@@ -60,8 +132,8 @@ func (r *Runtime) ClientConnect(ctx context.Context, p Principal, in ClientInput
 			}
 			if len(t.InputSchema) == 0 {
 				in.Tools[i].InputSchema = json.RawMessage(`{"type":"object"}`)
-			} else if !json.Valid(t.InputSchema) || t.InputSchema[0] != '{' {
-				return invalid(field+".input_schema", "invalid_schema", "input_schema must be a JSON Schema object")
+			} else if why := clientSchemaProblem(t.InputSchema); why != "" {
+				return invalid(field+".input_schema", "invalid_schema", "input_schema "+why)
 			}
 			seen[t.Name] = true
 		}
