@@ -3,6 +3,7 @@ package tools
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,17 +59,98 @@ func containsAny(s string, words []string) bool {
 }
 
 // urlCredential explains the credential a URL carries, or returns "". It
-// names the query parameter but never repeats a value.
+// looks at the user info, the query and the fragment (parameter names that
+// suggest a secret, and values shaped like a well-known token), and the path
+// (token-shaped segments). It names where the secret is, and the parameter
+// when its name is safe to show, but never repeats a value.
 func urlCredential(u *url.URL) string {
 	if u.User != nil {
 		return "the URL carries a user name or password (user:password@host); "
 	}
-	for name := range u.Query() {
-		if looksLikeSecretParam(name) {
-			return fmt.Sprintf("the URL carries a secret in its query parameter %s; ", quoteShort(name))
+	if why := paramsCredential(u.RawQuery, "query", true); why != "" {
+		return why
+	}
+	if why := paramsCredential(u.EscapedFragment(), "fragment", false); why != "" {
+		return why
+	}
+	if kind := tokenKind(u.Fragment); kind != "" {
+		return "the URL carries what looks like " + kind + " in its fragment; "
+	}
+	if kind := tokenKind(u.Opaque + u.Path); kind != "" {
+		return "the URL carries what looks like " + kind + " in its path; "
+	}
+	return ""
+}
+
+// paramsCredential explains the credential a query string (or a fragment
+// written like one) carries, or returns "". A parameter with a secret's name
+// counts even when empty for the query (?token=), but only with a value for
+// the fragment, where a bare name is usually an anchor (#token-refresh).
+// Pairs are split by hand so a malformed escape cannot hide one.
+func paramsCredential(raw, where string, bareNames bool) string {
+	for pair := range strings.FieldsFuncSeq(raw, func(r rune) bool { return r == '&' || r == ';' }) {
+		rawName, rawValue, _ := strings.Cut(pair, "=")
+		name, value := unescapeQuery(rawName), unescapeQuery(rawValue)
+		if kind := tokenKind(name); kind != "" {
+			return fmt.Sprintf("the URL carries what looks like %s in its %s; ", kind, where)
+		}
+		if looksLikeSecretParam(name) && (bareNames || value != "") {
+			return fmt.Sprintf("the URL carries a secret in its %s parameter %s; ", where, quoteShort(name))
+		}
+		if kind := tokenKind(value); kind != "" {
+			return fmt.Sprintf("the URL carries what looks like %s in its %s parameter %s; ", kind, where, quoteShort(name))
 		}
 	}
 	return ""
+}
+
+// unescapeQuery decodes a query name or value, or keeps it as written when
+// its escapes are malformed.
+func unescapeQuery(s string) string {
+	if d, err := url.QueryUnescape(s); err == nil {
+		return d
+	}
+	return s
+}
+
+// tokenShapes are well-known credential formats, recognised by their
+// prefixes and lengths so ordinary words, ids and UUIDs do not match.
+var tokenShapes = []struct {
+	kind string
+	re   *regexp.Regexp
+	// mixed, when set, also asks for a digit, an upper- and a lower-case
+	// letter, which a random key has and a slug like sk-learn-... lacks.
+	mixed bool
+}{
+	{"a JWT", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`), false},
+	{"a GitHub token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), false},
+	{"an API key", regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`), true},
+	{"a Slack token", regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), false},
+	{"an AWS access key ID", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), false},
+	{"a Google API key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), false},
+}
+
+// tokenKind names the kind of credential s holds ("a GitHub token"), or
+// returns "".
+func tokenKind(s string) string {
+	if len(s) < 14 {
+		return "" // shorter than any shape below
+	}
+	for _, t := range tokenShapes {
+		for _, m := range t.re.FindAllString(s, -1) {
+			if !t.mixed || mixedCase(m) {
+				return t.kind
+			}
+		}
+	}
+	return ""
+}
+
+// mixedCase reports whether s has a digit, an upper- and a lower-case letter.
+func mixedCase(s string) bool {
+	return strings.ContainsAny(s, "0123456789") &&
+		strings.ContainsAny(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") &&
+		strings.ContainsAny(s, "abcdefghijklmnopqrstuvwxyz")
 }
 
 // maxQuoted keeps a pasted essay from becoming the error message.
