@@ -177,9 +177,12 @@ func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages
 		}
 		d.Vaults = append(d.Vaults, pages.Option{Value: id, Label: name})
 	}
-	ts, err := h.RT.SessionTools(ctx(c), p, id, refresh)
+	ts, failed, err := h.RT.SessionToolsReport(ctx(c), p, id, refresh)
 	if err != nil {
 		return d, err
+	}
+	for _, f := range failed {
+		d.Undiscovered = append(d.Undiscovered, pages.Option{Value: f.Grant, Label: f.Error})
 	}
 	d.Tools, d.Clients = offeredTools(ts)
 	d.Try = pages.SessionTry{SessionID: id, Tools: d.Tools, CanTry: p.Can("ToolCall.create") && s.State == runtime.SessionActive}
@@ -331,9 +334,13 @@ func (h *Handlers) TryTool(c echo.Context) error {
 // RefreshSessionTools re-discovers the session's MCP servers' tools.
 func (h *Handlers) RefreshSessionTools(c echo.Context) error {
 	id := c.Param("session")
-	ts, err := h.RT.SessionTools(ctx(c), principal(c), id, true)
+	ts, failed, err := h.RT.SessionToolsReport(ctx(c), principal(c), id, true)
 	if err != nil {
 		return h.flashError(c, err, "/sessions/"+id)
+	}
+	if len(failed) > 0 {
+		h.flash(c, "error", fmt.Sprintf("Discovery refreshed: the session offers %d tools; %d MCP servers could not list theirs (see Offered tools).", len(ts), len(failed)))
+		return redirect(c, "/sessions/"+id)
 	}
 	h.flash(c, "ok", fmt.Sprintf("Discovery refreshed: the session offers %d tools.", len(ts)))
 	return redirect(c, "/sessions/"+id)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,16 +31,31 @@ type OfferedTool struct {
 	Policy      string          `json:"policy"`
 }
 
+// DiscoveryProblem is an MCP server whose tools this session could not list:
+// its tools are missing from Session.tools until discovery succeeds.
+type DiscoveryProblem struct {
+	Grant string `json:"grant"`
+	Error string `json:"error"`
+}
+
 // SessionTools is Session.tools: what the agent may call here, denied tools absent.
 // refresh re-discovers the MCP servers' tools.
 func (r *Runtime) SessionTools(ctx context.Context, p Principal, id string, refresh bool) ([]OfferedTool, error) {
+	out, _, err := r.SessionToolsReport(ctx, p, id, refresh)
+	return out, err
+}
+
+// SessionToolsReport is Session.tools with the MCP servers whose discovery
+// failed for this session, and why: what the session page shows beside them.
+func (r *Runtime) SessionToolsReport(ctx context.Context, p Principal, id string, refresh bool) ([]OfferedTool, []DiscoveryProblem, error) {
 	out := []OfferedTool{}
+	var problems []DiscoveryProblem
 	err := r.run(ctx, p, "Session.tools", func(a *act) error {
 		s, err := r.loadSession(ctx, p, id)
 		if err != nil {
 			return err
 		}
-		all, err := r.sessionTools(ctx, s, refresh)
+		all, failed, err := r.sessionToolsReport(ctx, s, refresh)
 		if err != nil {
 			return err
 		}
@@ -47,23 +64,38 @@ func (r *Runtime) SessionTools(ctx context.Context, p Principal, id string, refr
 				out = append(out, OfferedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Policy: t.Policy})
 			}
 		}
+		for _, g := range slices.Sorted(maps.Keys(failed)) {
+			problems = append(problems, DiscoveryProblem{Grant: g, Error: failed[g]})
+		}
 		return nil
 	}, id)
-	return out, err
+	return out, problems, err
 }
 
 // sessionTools lists every tool of the session's version, offered or not, plus
 // the tools its clients declared.
 func (r *Runtime) sessionTools(ctx context.Context, s models.Session, refresh bool) ([]offered, error) {
+	out, _, err := r.sessionToolsReport(ctx, s, refresh)
+	return out, err
+}
+
+// sessionToolsReport is sessionTools with, by MCP grant, why its discovery
+// failed for this session (its last good list, if any, is still offered).
+func (r *Runtime) sessionToolsReport(ctx context.Context, s models.Session, refresh bool) ([]offered, map[string]string, error) {
 	v, err := r.loadVersion(ctx, s.VersionID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := versionView(v).Parsed()
 	discovered := map[string][]tools.ToolDef{}
+	failed := map[string]string{}
 	for _, g := range cfg.MCPServers {
-		if defs, ok := r.discover(ctx, s.ID, g.URL, refresh); ok {
+		defs, ok, why := r.discover(ctx, s.ID, g.URL, refresh)
+		if ok {
 			discovered[g.Name] = defs
+		}
+		if why != "" {
+			failed[g.Name] = why
 		}
 	}
 	var out []offered
@@ -82,7 +114,7 @@ func (r *Runtime) sessionTools(ctx context.Context, s models.Session, refresh bo
 		out = append(out, o)
 	}
 	clients, err := r.clientTools(ctx, s.ID)
-	return append(out, clients...), err
+	return append(out, clients...), failed, err
 }
 
 func findGrant[G any](gs []G, name string, nameOf func(G) string) G {
@@ -98,11 +130,12 @@ func findGrant[G any](gs []G, name string, nameOf func(G) string) G {
 // discover returns an MCP server's tools as this session's credential sees
 // them: from the cache of that (URL, credential) unless refresh is asked or
 // nothing is cached. A session never sees a list another credential discovered.
-func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh bool) ([]tools.ToolDef, bool) {
+// failed is why the newest discovery failed, or "".
+func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh bool) (defs []tools.ToolDef, ok bool, failed string) {
 	credID, attach, err := r.attacherFor(ctx, sessionID, url)
 	if err != nil {
 		r.opts.Log.Error("runtime: credential for discovery", "session", sessionID, "err", err)
-		return nil, false
+		return nil, false, "this session's credential for it could not be opened (see the server's log)"
 	}
 	var d models.MCPDiscovery
 	cached := r.db.WithContext(ctx).First(&d, "url = ? AND credential_id = ?", url, credID).Error == nil
@@ -115,7 +148,7 @@ func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh b
 	// with the last good list for a minute rather than ask a failing server on
 	// every call and page view.
 	if cached && !refresh && (d.Error == "" || r.now().Sub(d.DiscoveredAt) < discoveryRetryAfter) {
-		return last, known
+		return last, known, d.Error
 	}
 	found, err := r.mcp.Discover(ctx, url, mcpPoolKey(sessionID, credID), attach)
 	d = models.MCPDiscovery{URL: url, CredentialID: credID, Tools: d.Tools, DiscoveredAt: r.now()}
@@ -127,9 +160,9 @@ func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh b
 		d.Error = truncate(err.Error(), 1000)
 		r.opts.Log.Warn("runtime: mcp discovery failed", "url", redactURL(url), "err", err)
 		r.db.WithContext(ctx).Save(&d)
-		return last, len(last) > 0
+		return last, len(last) > 0, d.Error
 	}
-	defs := make([]tools.ToolDef, 0, len(found))
+	defs = make([]tools.ToolDef, 0, len(found))
 	for _, t := range found {
 		schema := t.InputSchema
 		if len(schema) == 0 {
@@ -140,7 +173,7 @@ func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh b
 	b, _ := json.Marshal(defs)
 	d.Tools = string(b)
 	r.db.WithContext(ctx).Save(&d)
-	return defs, true
+	return defs, true, ""
 }
 
 // discoveryRetryAfter is how long a failed discovery stands before the next try.

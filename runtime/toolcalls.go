@@ -155,14 +155,18 @@ func waitDuration(secs *float64) time.Duration {
 
 // newCall records a call with its verdict and starts it when it is allowed.
 func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in ToolCallInput) (models.ToolCall, error) {
-	all, err := r.sessionTools(ctx, s, false)
+	all, failed, err := r.sessionToolsReport(ctx, s, false)
 	if err != nil {
 		return models.ToolCall{}, err
 	}
 	t, found := findTool(all, in.Tool)
 	if !found {
-		return models.ToolCall{}, &Error{Kind: KindNotFound, Code: "unknown_tool", Title: "Unknown tool", Field: "tool",
-			Detail: fmt.Sprintf("this session offers no tool %q: Session.tools lists what it offers", in.Tool)}
+		detail := fmt.Sprintf("this session offers no tool %q: Session.tools lists what it offers", in.Tool)
+		if kind, grant, _, err := tools.ParseFullName(in.Tool); err == nil && kind == tools.KindMCP && failed[grant] != "" {
+			detail = fmt.Sprintf("this session offers no tool %q: MCP server %q could not list its tools for this session (%s); Session.tools?refresh=true tries again",
+				in.Tool, grant, failed[grant])
+		}
+		return models.ToolCall{}, &Error{Kind: KindNotFound, Code: "unknown_tool", Title: "Unknown tool", Field: "tool", Detail: detail}
 	}
 	input, err := checkInput(t, in.Input)
 	if err != nil {

@@ -129,9 +129,29 @@ func TestMCPCallsCarryTheVaultCredential(t *testing.T) {
 		t.Fatalf("a session without the vault sees another credential's tools: %v", tools)
 	}
 	var p problem
-	if st := w.api(bare.Token, "POST", "/sessions/"+bare.ID+"/tool_calls", map[string]any{"tool": "mcp__everything__echo", "input": map[string]any{"message": "x"}}, &p); st != 404 || p.Code != "unknown_tool" {
+	if st := w.api(bare.Token, "POST", "/sessions/"+bare.ID+"/tool_calls", map[string]any{"tool": "mcp__everything__echo", "input": map[string]any{"message": "x"}}, &p); st != 404 || p.Code != "unknown_tool" ||
+		!strings.Contains(p.Detail, `MCP server "everything" could not list its tools`) || !strings.Contains(p.Detail, "401") {
 		t.Fatalf("echo without the credential: %d %+v", st, p)
 	}
+	// The session's page says which server is missing and why.
+	page := mustGet(w.browserOf(), "/sessions/"+bare.ID)
+	if msg := fieldTextAfter(page, `data-testid="undiscovered-everything"`); !strings.Contains(msg, "401") {
+		t.Fatalf("the session page does not say why the server's tools are missing: %q", msg)
+	}
+	if strings.Contains(mustGet(w.browserOf(), "/sessions/"+s.ID), `data-testid="undiscovered-`) {
+		t.Fatal("a session whose discovery worked shows a discovery problem")
+	}
+}
+
+// fieldTextAfter returns the text of the first field error after marker.
+func fieldTextAfter(page, marker string) string {
+	_, rest, ok := strings.Cut(page, marker)
+	if !ok {
+		return ""
+	}
+	_, rest, _ = strings.Cut(rest, `class="field-error">`)
+	msg, _, _ := strings.Cut(rest, "<")
+	return msg
 }
 
 func TestToolCallBadInput(t *testing.T) {
