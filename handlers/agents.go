@@ -31,7 +31,7 @@ func (h *Handlers) Agents(c echo.Context) error {
 func (h *Handlers) CreateAgent(c echo.Context) error {
 	name, desc := c.FormValue("name"), c.FormValue("description")
 	a, err := h.RT.AgentCreate(ctx(c), principal(c), runtime.AgentInput{Name: &name, Description: &desc})
-	if e, ok := runtime.AsError(err); ok && e.Kind != runtime.KindInternal {
+	if e, ok := formError(err); ok {
 		return h.agentsPage(c, statusOf(e.Kind), formErrors(name, desc, e))
 	}
 	if err != nil {

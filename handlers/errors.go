@@ -97,3 +97,18 @@ func (h *Handlers) ErrorHandler(err error, c echo.Context) {
 		_ = render(c, p.Status, pages.BareError(p.Status, p.Title, p.Detail))
 	}
 }
+
+// formError is a runtime error that the form it came from can show beside
+// its fields. A refusal is not: the form may be one the person is not even
+// offered, so the error page says what permission is missing.
+func formError(err error) (*runtime.Error, bool) {
+	e, ok := runtime.AsError(err)
+	if !ok {
+		return nil, false
+	}
+	switch e.Kind {
+	case runtime.KindInternal, runtime.KindForbidden, runtime.KindUnauthenticated:
+		return nil, false
+	}
+	return e, true
+}

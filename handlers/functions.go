@@ -110,7 +110,7 @@ func (h *Handlers) InstallFunction(c echo.Context) error {
 		return err
 	}
 	v, err := h.RT.FunctionInstall(ctx(c), principal(c), in)
-	if e, ok := runtime.AsError(err); ok && e.Kind != runtime.KindInternal {
+	if e, ok := formError(err); ok {
 		return h.functionsPage(c, statusOf(e.Kind), functionFormErrors(e))
 	}
 	if err != nil {

@@ -34,7 +34,7 @@ func (h *Handlers) People(c echo.Context) error {
 func (h *Handlers) Invite(c echo.Context) error {
 	email, access := c.FormValue("email"), c.FormValue("access")
 	inv, err := h.RT.UserInvite(ctx(c), principal(c), email, access)
-	if e, ok := runtime.AsError(err); ok && e.Kind != runtime.KindInternal {
+	if e, ok := formError(err); ok {
 		return h.peoplePage(c, statusOf(e.Kind), pages.PeoplePage{Error: e.Error(), Email: email})
 	}
 	if err != nil {
@@ -94,7 +94,7 @@ func (h *Handlers) tokensPage(c echo.Context, status int, created, errMsg string
 // CreateToken creates a token and shows its secret once.
 func (h *Handlers) CreateToken(c echo.Context) error {
 	t, err := h.RT.TokenCreate(ctx(c), principal(c), runtime.TokenCreateInput{Name: c.FormValue("name"), Expires: c.FormValue("expires")})
-	if e, ok := runtime.AsError(err); ok && e.Kind != runtime.KindInternal {
+	if e, ok := formError(err); ok {
 		return h.tokensPage(c, statusOf(e.Kind), "", e.Error())
 	}
 	if err != nil {

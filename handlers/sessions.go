@@ -102,7 +102,7 @@ func (h *Handlers) CreateSession(c echo.Context) error {
 	}
 	in := runtime.SessionCreateInput{Version: form.Get("version"), Vaults: vaults, Title: form.Get("title")}
 	s, err := h.RT.SessionCreate(ctx(c), principal(c), in)
-	if e, ok := runtime.AsError(err); ok && e.Kind != runtime.KindInternal {
+	if e, ok := formError(err); ok {
 		f := pages.SessionForm{Version: in.Version, Title: in.Title, Vaults: vaults}
 		f.Errors, f.Error = fieldErrors(e)
 		for k, msg := range f.Errors {

@@ -69,7 +69,7 @@ func (h *Handlers) CreateSkill(c echo.Context) error {
 	}
 	in.Zip = zip
 	s, err := h.RT.SkillCreateZip(ctx(c), principal(c), in)
-	if e, ok := runtime.AsError(err); ok && e.Kind != runtime.KindInternal {
+	if e, ok := formError(err); ok {
 		return h.skillsPage(c, statusOf(e.Kind), skillFormErrors(in, e))
 	}
 	if err != nil {

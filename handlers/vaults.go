@@ -32,7 +32,7 @@ func (h *Handlers) Vaults(c echo.Context) error {
 func (h *Handlers) CreateVault(c echo.Context) error {
 	in := runtime.VaultInput{Name: c.FormValue("name"), Description: c.FormValue("description")}
 	v, err := h.RT.VaultCreate(ctx(c), principal(c), in)
-	if e, ok := runtime.AsError(err); ok && e.Kind != runtime.KindInternal {
+	if e, ok := formError(err); ok {
 		f := pages.VaultForm{Name: in.Name, Description: in.Description}
 		f.Errors, f.Error = fieldErrors(e)
 		return h.vaultsPage(c, statusOf(e.Kind), f)

@@ -19,8 +19,10 @@ func TestViewerAgentCreateIsRefusedAndAudited(t *testing.T) {
 	if status != http.StatusForbidden || p.Code != "permission_denied" || p.MissingPermission != "Agent.create" {
 		t.Fatalf("viewer Agent.create: %d %+v", status, p)
 	}
-	if resp, _ := viewer.post("/agents", url.Values{"name": {"nope"}}); resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("viewer's console Agent.create answered %d", resp.StatusCode)
+	// In the console too, and the page says which permission is missing (the
+	// viewer is not offered the form, so the message cannot sit beside it).
+	if resp, page := viewer.post("/agents", url.Values{"name": {"nope"}}); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "Agent.create") {
+		t.Fatalf("viewer's console Agent.create answered %d:\n%s", resp.StatusCode, page)
 	}
 	var acts []struct {
 		Verb, By, Verdict, Reason string
