@@ -135,6 +135,27 @@ func TestOverLimitArchiveKeepsPreviousAndLosesNothing(t *testing.T) {
 	if res := e.exec("cat notes.txt; wc -c < noise.bin"); res.Stdout != "v2\n1048576\n" {
 		t.Errorf("after a failed archive the kept folder must be used: %q", res.Stdout)
 	}
+
+	// Idle again, then past retirement: the folder still holds what no
+	// archive does, so the sandbox is not retired and nothing is lost.
+	e.exec("echo v3 > notes.txt")
+	e.tick(sandbox.DefaultIdleTimeout)
+	e.tick(sandbox.DefaultRetireAfter)
+	rec = e.wantState(sandbox.StateSuspended)
+	if !strings.Contains(rec.ArchiveError, "not retired") {
+		t.Errorf("archive_error = %q, want it to say why the sandbox is not retired", rec.ArchiveError)
+	}
+	if res := e.exec("cat notes.txt; wc -c < noise.bin"); res.Stdout != "v3\n1048576\n" {
+		t.Errorf("after the retirement was held back: %q", res.Stdout)
+	}
+	// Once the workspace fits again, retirement goes ahead from its archive.
+	e.exec("rm noise.bin")
+	e.tick(sandbox.DefaultIdleTimeout)
+	e.tick(sandbox.DefaultRetireAfter)
+	rec = e.wantState(sandbox.StateRetired)
+	if rec.ArchiveError != "" || e.archived(rec.ID)["notes.txt"] != "v3\n" {
+		t.Errorf("retired with archive error %q, notes %q", rec.ArchiveError, e.archived(rec.ID)["notes.txt"])
+	}
 }
 
 func TestDeadMachineKeepsItsWorkspace(t *testing.T) {

@@ -71,6 +71,9 @@ type box struct {
 	machine Machine
 	active  int
 	gone    bool // removed from the manager's map: look the sandbox up again
+	// retryRetire is when a retirement held back by a failed archive is
+	// tried again (zero: at once).
+	retryRetire time.Time
 }
 
 // NewManager checks cfg and fills in defaults.

@@ -56,8 +56,24 @@ func (m *Manager) retire(ctx context.Context, stored Record) error {
 	}
 	rec := b.rec
 	if rec.ArchiveError != "" {
-		// The folder is newer than the archive; try once more before it goes.
+		// The folder is newer than the archive: it goes only once an archive
+		// holds it. Archiving it again is tried once per RetireAfter (a
+		// suspended folder does not change; a server given a larger limit
+		// may now fit it), and until then the sandbox stays suspended.
+		if !b.retryRetire.IsZero() && m.now().Before(b.retryRetire) {
+			return nil
+		}
+		b.retryRetire = m.now().Add(m.cfg.RetireAfter)
 		m.archiveInto(ctx, &rec, m.now())
+		if rec.ArchiveError != "" {
+			rec.ArchiveError += "; not retired: the sandbox stays suspended with its folder, which holds files the archive does not (an exec that removes files lets it archive)"
+			if err := m.cfg.Store.Put(ctx, rec); err != nil {
+				return fmt.Errorf("sandbox: record archive error of %s: %w", rec.ID, err)
+			}
+			b.rec = rec
+			m.notify(rec)
+			return nil
+		}
 	}
 	if err := os.RemoveAll(m.machineDir(rec.ID)); err != nil {
 		return fmt.Errorf("sandbox: retire %s: %w", rec.ID, err)
