@@ -15,8 +15,15 @@ import (
 const cancelGrace = 2 * time.Second
 
 // answerSlack is added to an exec's own timeout before the host stops
-// waiting: the agent enforces the timeout, this only guards a wedged agent.
-const answerSlack = 30 * time.Second
+// waiting: the agent enforces the timeout and answers at once, so silence
+// past it means the agent is wedged (a command may have stopped it: it runs
+// as the same uid) and the machine is given up.
+var answerSlack = 10 * time.Second
+
+// errAgentSilent is why a machine whose agent stopped answering is given up;
+// it matches ErrMachineExited, so the manager keeps /workspace and the next
+// exec starts a fresh machine.
+var errAgentSilent = fmt.Errorf("%w: its agent did not answer within the exec's timeout (a command may have stopped it)", ErrMachineExited)
 
 // AgentClient is the host's end of the agent connection. Drivers give it the
 // agent's stdout (r) and stdin (w). Exec is safe for concurrent use.
@@ -133,7 +140,7 @@ func (c *AgentClient) Exec(ctx context.Context, req ExecRequest) (ExecResult, er
 		return ExecResult{}, ErrMachineExited
 	case <-guard.C:
 		res, _ := c.cancel(id, ch)
-		return res, errors.New("sandbox: the agent did not answer within the exec's timeout")
+		return res, errAgentSilent
 	case <-ctx.Done():
 		res, _ := c.cancel(id, ch)
 		return res, ctx.Err()

@@ -173,6 +173,25 @@ func TestDeadMachineKeepsItsWorkspace(t *testing.T) {
 	}
 }
 
+// A command that stops the agent (it runs as the same uid) does not wedge
+// the sandbox: the exec fails at its timeout plus the slack, the machine is
+// given up with /workspace kept, and the next exec starts a fresh one.
+func TestStoppedAgentIsGivenUp(t *testing.T) {
+	defer sandbox.SetAnswerSlack(time.Second)()
+	e := newEnv(t, nil)
+	e.exec("echo kept > notes.txt")
+	_, err := e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "kill -STOP 2", TimeoutSecs: 1})
+	if !errors.Is(err, sandbox.ErrMachineExited) || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("error = %v, want the silent agent named", err)
+	}
+	if rec := e.wantState(sandbox.StateSuspended); rec.Error == "" {
+		t.Error("the record does not say why the machine was given up")
+	}
+	if res := e.exec("cat notes.txt"); res.Stdout != "kept\n" {
+		t.Errorf("after the agent was stopped: %q", res.Stdout)
+	}
+}
+
 func TestConcurrentFirstExecsStartOneMachine(t *testing.T) {
 	e := newEnv(t, nil)
 	var wg sync.WaitGroup
