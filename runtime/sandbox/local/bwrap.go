@@ -2,12 +2,15 @@ package local
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/subako/subako/runtime/sandbox"
 )
@@ -58,6 +61,25 @@ func (t *fdTable) data(content string) (string, error) {
 		return "", err
 	}
 	return t.add(r), nil
+}
+
+// blob returns an fd that reads content from its start, of any size (a
+// pipe would block past its buffer), for --args.
+func (t *fdTable) blob(name, content string) (string, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return "", fmt.Errorf("memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return "", err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return "", err
+	}
+	return t.add(f), nil
 }
 
 func (t *fdTable) close() {

@@ -102,6 +102,11 @@ func TestEtcIsGeneratedNotTheHosts(t *testing.T) {
 	if !strings.Contains(res.Stdout, "awk works") {
 		t.Errorf("/etc/alternatives links missing: %q", res.Stdout)
 	}
+	// Nor does any process's command line show how the host is laid out.
+	res = run(t, m, "cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
+	if strings.Contains(res.Stdout, "alternatives") || strings.Contains(res.Stdout, "--ro-bind") {
+		t.Errorf("a command line inside shows the sandbox's mounts: %.300q", res.Stdout)
+	}
 }
 
 func TestSandboxNeverRunsAsHostRoot(t *testing.T) {
