@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/subako/subako/models"
 )
@@ -88,6 +89,11 @@ func (r *Runtime) record(ctx context.Context, p Principal, verb string, a *act, 
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	// Cut on a character boundary: half a character is not valid UTF-8,
+	// which PostgreSQL refuses to store.
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

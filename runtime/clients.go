@@ -228,7 +228,7 @@ func (r *Runtime) ToolCallComplete(ctx context.Context, p Principal, in Complete
 		}
 		var err error
 		if in.Error != "" {
-			err = fmt.Errorf("%s", truncate(in.Error, 4000))
+			err = fmt.Errorf("%s", truncate(in.Error, maxCallErrorBytes))
 		}
 		if !r.finishCall(ctx, c, CallWaitingClient, in.Output, err) {
 			return conflict("not_waiting", "the call was answered or ended meanwhile")

@@ -3,8 +3,10 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/models/modelstest"
@@ -131,4 +133,30 @@ func BenchmarkFunctionCall(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A failed call keeps the function's stderr whole up to its 16 KiB cap (the
+// call's error is not cut shorter), and a cut never splits a character.
+func TestFailedFunctionKeepsItsStderr(t *testing.T) {
+	mods := fntest.Build(t)
+	rt, _ := newFnRuntime(t, modelstest.Open(t), mods)
+	s := installJQAndSession(t, rt, mods)
+	wait := 30.0
+	for _, tc := range []struct {
+		filter string
+		want   int // at least this many of the repeated character survive
+	}{
+		{`error("x" * 12000)`, 12000},
+		{`error("é" * 12000)`, 8000}, // 24,000 bytes: cut at the cap, on a character
+	} {
+		c, err := rt.ToolCallCreate(t.Context(), s, runtime.ToolCallInput{Session: s.SessionID, Tool: "fn__jq__query",
+			Input: json.RawMessage(`{"filter": ` + strconv.Quote(tc.filter) + `}`), WaitSeconds: &wait})
+		if err != nil || c.Status != runtime.CallFailed {
+			t.Fatalf("%s: %v %+v", tc.filter, err, c)
+		}
+		ch := string([]rune(tc.filter)[7])
+		if n := strings.Count(c.Error, ch); n < tc.want || !utf8.ValidString(c.Error) {
+			t.Fatalf("%s: the error keeps %d of the %q (valid UTF-8: %v), want at least %d", tc.filter, n, ch, utf8.ValidString(c.Error), tc.want)
+		}
+	}
 }

@@ -40,6 +40,9 @@ const (
 	maxOutputBytes = 1 << 20
 	maxInputBytes  = 2 << 20 // a larger input is refused outright
 	maxWait        = 10 * time.Minute
+	// maxCallErrorBytes keeps a failed call's error whole enough to hold a
+	// function's stderr (16 KiB) with the words around it.
+	maxCallErrorBytes = 20 << 10
 )
 
 // ToolCallInput is ToolCall.create's body.

@@ -3,6 +3,7 @@ package fn
 import (
 	"bytes"
 	"strconv"
+	"strings"
 )
 
 // cappedBuffer keeps the first limit bytes written and drops the rest without
@@ -26,10 +27,12 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	return b.Buffer.Write(p)
 }
 
-// String returns what was kept, marked when some was dropped.
+// String returns what was kept as text, marked when some was dropped; bytes
+// that are not UTF-8 (a character cut at the limit, binary noise) become U+FFFD.
 func (b *cappedBuffer) String() string {
+	s := strings.ToValidUTF8(b.Buffer.String(), "\uFFFD")
 	if b.truncated {
-		return b.Buffer.String() + "\n[truncated: the limit is " + strconv.Itoa(b.limit) + " bytes]"
+		return s + "\n[truncated: the limit is " + strconv.Itoa(b.limit) + " bytes]"
 	}
-	return b.Buffer.String()
+	return s
 }
