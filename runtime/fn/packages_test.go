@@ -153,6 +153,8 @@ func TestJavaScriptRun(t *testing.T) {
 		{"exception", `throw new TypeError("nope")`, "", nil, "TypeError: nope"},
 		{"rejected promise", `Promise.reject("why")`, "", nil, "promise rejected: why"},
 		{"syntax error", `let = ;`, "", nil, "SyntaxError"},
+		{"logs before an exception", "console.log('step 1'); console.log('step 2'); throw new Error('boom')", "", nil,
+			"console output before the error:\nstep 1\nstep 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

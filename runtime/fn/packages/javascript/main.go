@@ -42,19 +42,50 @@ func run(in runInput) (any, error) {
 	}
 	v, err := vm.RunString(in.Code)
 	if err != nil {
-		return nil, scriptError(err)
+		return nil, withLogs(scriptError(err), out)
 	}
 	if p, ok := v.Export().(*goja.Promise); ok {
 		switch p.State() {
 		case goja.PromiseStateRejected:
-			return nil, fmt.Errorf("script: promise rejected: %s", p.Result().String())
+			return nil, withLogs(fmt.Errorf("script: promise rejected: %s", p.Result().String()), out)
 		case goja.PromiseStatePending:
-			return nil, errors.New("script: promise still pending when the script ended")
+			return nil, withLogs(errors.New("script: promise still pending when the script ended"), out)
 		}
 		v = p.Result()
 	}
 	out.Result = exportJSON(vm, v)
 	return out, nil
+}
+
+// maxErrorLogBytes is how much of the console a failed script's error
+// carries: its last lines, which led up to the failure, within the host's
+// stderr cap.
+const maxErrorLogBytes = 8 << 10
+
+// withLogs adds what the script logged before it failed to err, the last
+// lines first kept, so debugging a failure does not need a second run.
+func withLogs(err error, out *runOutput) error {
+	if len(out.Logs) == 0 {
+		return err
+	}
+	lines, size := out.Logs, 0
+	start := len(lines)
+	for start > 0 && size+len(lines[start-1])+1 <= maxErrorLogBytes {
+		start--
+		size += len(lines[start]) + 1
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(err.Error(), "\n"))
+	b.WriteString("\n\nconsole output before the error")
+	if start > 0 || out.Truncated {
+		b.WriteString(" (its last lines)")
+	}
+	b.WriteString(":")
+	for _, l := range lines[start:] {
+		b.WriteString("\n")
+		b.WriteString(l)
+	}
+	return errors.New(b.String())
 }
 
 func scriptError(err error) error {
