@@ -76,7 +76,16 @@ func (r *Runtime) UserInvite(ctx context.Context, p Principal, email, access str
 		token, hash := newSecret("inv")
 		inv := models.Invite{ID: newID("inv"), TokenHash: hash, Kind: InviteInvite, Email: email, Access: access,
 			CreatedBy: p.ID, CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.SetupTTL)}
-		if err := r.db.WithContext(ctx).Create(&inv).Error; err != nil {
+		// One live link per email: inviting again (another access level, a
+		// lost link) ends the earlier ones, so no forgotten link still works.
+		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Model(&models.Invite{}).Where("kind = ? AND email = ? AND used_at IS NULL AND expires_at > ?", InviteInvite, email, r.now()).
+				UpdateColumn("expires_at", r.now()).Error; err != nil {
+				return err
+			}
+			return tx.Create(&inv).Error
+		})
+		if err != nil {
 			return fmt.Errorf("runtime: create invite: %w", err)
 		}
 		a.target(inv.ID, email)

@@ -228,3 +228,36 @@ func TestOnlyOwnersRevokeAnOwnersToken(t *testing.T) {
 		t.Fatalf("a revoked token still answers %d", s)
 	}
 }
+
+// Inviting the same email again ends the earlier link: one live link per
+// person, so a link sent by mistake (or at the wrong level) stops working.
+func TestReinvitingEndsTheEarlierLink(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	link := func(access string) string {
+		_, page := owner.post("/people/invite", url.Values{"email": {"new@example.com"}, "access": {access}})
+		m := inviteLink.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no invitation link on the People page:\n%s", page)
+		}
+		return m[1]
+	}
+	first, second := link("admin"), link("viewer")
+	if resp, _ := e.browser().get("/invite/" + first); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the earlier link still answers %d", resp.StatusCode)
+	}
+	if resp, _ := e.browser().post("/invite/"+second, url.Values{"password": {password}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the newest link answered %d", resp.StatusCode)
+	}
+	var people []struct{ Email, Access string }
+	e.api(owner.token(), "GET", "/users", nil, &people)
+	joined := ""
+	for _, p := range people {
+		if p.Email == "new@example.com" {
+			joined = p.Access
+		}
+	}
+	if joined != "viewer" {
+		t.Fatalf("the person joined as %q, want the newest link's level (viewer); people: %+v", joined, people)
+	}
+}

@@ -39,10 +39,14 @@ func userCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 		fs.StringVar(&email, "email", "", "the person's email")
 		fs.StringVar(&access, "access", "", "owner, admin, member or viewer")
 		fs.BoolVar(&pwStdin, "password-stdin", false, "read the password from standard input")
-		fs.StringVar(&baseURL, "base-url", "http://127.0.0.1:8080", "the console's public URL, for the invitation link")
+		fs.StringVar(&baseURL, "base-url", "", "the console's public URL, for the invitation link (default http://127.0.0.1:8080)")
 	})
 	if err != nil {
 		return err
+	}
+	baseSet := baseURL != ""
+	if !baseSet {
+		baseURL = "http://127.0.0.1:8080"
 	}
 	defer done()
 	var pw string
@@ -61,6 +65,9 @@ func userCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	if inv.Token != "" {
 		fmt.Fprintf(stdout, "invited %s as %s; this link works once: %s/invite/%s\n", inv.Email, inv.Access, strings.TrimRight(baseURL, "/"), inv.Token)
+		if !baseSet {
+			fmt.Fprintln(stdout, "(the link starts with the default --base-url; give the console's public URL with --base-url or SUBAKO_BASE_URL)")
+		}
 		return nil
 	}
 	fmt.Fprintf(stdout, "added %s as %s (%s)\n", u.Email, u.Access, u.ID)
