@@ -161,7 +161,7 @@ func sandboxRow(s runtime.SandboxView, p runtime.Principal) pages.SandboxRow {
 		Started: fmtTimePtrOr(s.StartedAt), LastActive: fmtTimePtrOr(s.LastActiveAt),
 		Suspended: fmtTimePtrOr(s.SuspendedAt), Retired: fmtTimePtrOr(s.RetiredAt),
 		MachineTime: machineTime(s.MachineSeconds), Credits: fmt.Sprintf("%.2f SC", s.Credits),
-		ArchiveError: s.ArchiveError, CanDownload: p.Can("Archive.download"), CanDelete: p.Can("Archive.delete") && s.Deletable()}
+		ArchiveError: s.ArchiveError, ArchiveNote: s.ArchiveNote, CanDownload: p.Can("Archive.download"), CanDelete: p.Can("Archive.delete") && s.Deletable()}
 	if s.Archive != nil {
 		r.HasArchive, r.ArchiveSize, r.ArchiveAt = true, skillSize(s.Archive.Bytes), fmtTime(s.Archive.CreatedAt)
 	}

@@ -282,4 +282,5 @@ type Sandbox struct {
 	ArchiveBytes   int64
 	ArchiveAt      *time.Time
 	ArchiveError   string
+	ArchiveNote    string
 }

@@ -66,14 +66,14 @@ func modelOf(r sandbox.Record) models.Sandbox {
 	return models.Sandbox{ID: r.ID, SessionID: r.SessionID, GrantName: r.Grant, ReleaseName: r.Release, Network: r.Network,
 		State: string(r.State), Error: r.Error, StartedAt: timePtr(r.StartedAt), LastActiveAt: timePtr(r.LastActiveAt),
 		SuspendedAt: timePtr(r.SuspendedAt), RetiredAt: timePtr(r.RetiredAt), MachineSeconds: r.MachineSeconds,
-		ArchiveBytes: r.ArchiveBytes, ArchiveAt: timePtr(r.ArchiveAt), ArchiveError: r.ArchiveError}
+		ArchiveBytes: r.ArchiveBytes, ArchiveAt: timePtr(r.ArchiveAt), ArchiveError: r.ArchiveError, ArchiveNote: r.ArchiveNote}
 }
 
 func recordOf(m models.Sandbox) sandbox.Record {
 	return sandbox.Record{ID: m.ID, SessionID: m.SessionID, Grant: m.GrantName, Release: m.ReleaseName, Network: m.Network,
 		State: sandbox.State(m.State), Error: m.Error, StartedAt: timeOf(m.StartedAt), LastActiveAt: timeOf(m.LastActiveAt),
 		SuspendedAt: timeOf(m.SuspendedAt), RetiredAt: timeOf(m.RetiredAt), MachineSeconds: m.MachineSeconds,
-		ArchiveBytes: m.ArchiveBytes, ArchiveAt: timeOf(m.ArchiveAt), ArchiveError: m.ArchiveError}
+		ArchiveBytes: m.ArchiveBytes, ArchiveAt: timeOf(m.ArchiveAt), ArchiveError: m.ArchiveError, ArchiveNote: m.ArchiveNote}
 }
 
 // timePtr stores a zero time as NULL: "never suspended", not year 1.

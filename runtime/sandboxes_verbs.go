@@ -38,6 +38,9 @@ type SandboxView struct {
 	// ArchiveError says why the last archiving failed; Archive is then the
 	// older archive that was kept.
 	ArchiveError string `json:"archive_error,omitempty"`
+	// ArchiveNote says what the archive left out (pipes, sockets, links
+	// pointing out of /workspace), or is empty.
+	ArchiveNote string `json:"archive_note,omitempty"`
 }
 
 // ArchiveView is a sandbox's archive of /workspace (tar + gzip).
@@ -55,7 +58,7 @@ func (r *Runtime) sandboxView(m models.Sandbox, title string) SandboxView {
 	v := SandboxView{ID: m.ID, Session: m.SessionID, SessionTitle: title, Grant: m.GrantName,
 		Tool: tools.FullName(tools.KindSandbox, m.GrantName, tools.SandboxTool), Release: m.ReleaseName, Network: m.Network,
 		State: m.State, Error: m.Error, StartedAt: m.StartedAt, LastActiveAt: m.LastActiveAt, SuspendedAt: m.SuspendedAt,
-		RetiredAt: m.RetiredAt, MachineSeconds: m.MachineSeconds, ArchiveError: m.ArchiveError}
+		RetiredAt: m.RetiredAt, MachineSeconds: m.MachineSeconds, ArchiveError: m.ArchiveError, ArchiveNote: m.ArchiveNote}
 	if m.State == string(sandbox.StateRunning) && m.StartedAt != nil {
 		v.MachineSeconds += max(r.now().Sub(*m.StartedAt).Seconds(), 0)
 	}

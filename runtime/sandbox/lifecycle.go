@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/subako/subako/runtime/sandbox/archive"
@@ -149,8 +150,10 @@ func (m *Manager) archiveInto(ctx context.Context, rec *Record, now time.Time) {
 		m.cfg.Logger.Warn("sandbox: archive", "sandbox", rec.ID, "err", err)
 		return
 	}
+	rec.ArchiveNote = ""
 	if len(st.Skipped) > 0 {
 		m.cfg.Logger.Warn("sandbox: archive left out pipes, sockets and links pointing out of /workspace", "sandbox", rec.ID, "entries", st.Skipped)
+		rec.ArchiveNote = skippedNote(st.Skipped)
 	}
 	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveError = info.Bytes, now, ""
 	// The archive now holds the workspace; removing the folder here, in the
@@ -158,4 +161,14 @@ func (m *Manager) archiveInto(ctx context.Context, rec *Record, now time.Time) {
 	if err := os.RemoveAll(ws); err != nil {
 		m.cfg.Logger.Warn("sandbox: remove archived workspace", "sandbox", rec.ID, "err", err)
 	}
+}
+
+// skippedNote names what an archive left out, the first few by path.
+func skippedNote(paths []string) string {
+	const show = 10
+	list := strings.Join(paths[:min(len(paths), show)], ", ")
+	if len(paths) > show {
+		list += fmt.Sprintf(" and %d more", len(paths)-show)
+	}
+	return "left out of the archive, so gone after a restore (pipes, sockets and links pointing out of /workspace): " + list
 }

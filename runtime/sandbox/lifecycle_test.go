@@ -252,3 +252,19 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// What an archive cannot hold (a pipe, a link out of /workspace) is named on
+// the record, not only in the server's log: the agent and the operator can
+// see why it is gone after a restore.
+func TestArchiveNamesWhatItLeftOut(t *testing.T) {
+	e := newEnv(t, nil)
+	e.exec("echo kept > kept.txt; mkfifo pipe; ln -s /etc/passwd out; ln -s kept.txt in")
+	e.tick(sandbox.DefaultIdleTimeout)
+	rec := e.wantState(sandbox.StateSuspended)
+	if !strings.Contains(rec.ArchiveNote, "pipe") || !strings.Contains(rec.ArchiveNote, "out") || strings.Contains(rec.ArchiveNote, "in,") || strings.HasSuffix(rec.ArchiveNote, " in") {
+		t.Fatalf("archive_note = %q, want the pipe and the link out named, and the link in kept", rec.ArchiveNote)
+	}
+	if res := e.exec("cat in; ls"); res.Stdout != "kept\nin\nkept.txt\n" {
+		t.Errorf("after the restore: %q", res.Stdout)
+	}
+}

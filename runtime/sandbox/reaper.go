@@ -171,7 +171,7 @@ func (m *Manager) DeleteArchive(ctx context.Context, id string) error {
 		return err
 	}
 	rec := b.rec
-	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveError = 0, time.Time{}, ""
+	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveError, rec.ArchiveNote = 0, time.Time{}, "", ""
 	if err := m.cfg.Store.Put(ctx, rec); err != nil {
 		return fmt.Errorf("sandbox: record archive deletion of %s: %w", id, err)
 	}

@@ -42,6 +42,9 @@ type Record struct {
 	// ArchiveError is why the last archiving failed; the previous archive
 	// (ArchiveBytes, ArchiveAt) is still the one kept.
 	ArchiveError string `json:"archive_error,omitempty"`
+	// ArchiveNote says what the last archive left out (pipes, sockets,
+	// links pointing out of /workspace), or is empty.
+	ArchiveNote string `json:"archive_note,omitempty"`
 }
 
 // ErrNotFound is returned by a Store for an unknown sandbox.
