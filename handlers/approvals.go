@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -170,7 +172,7 @@ func approvalInput(raw []byte, truncated bool) pages.ApprovalInput {
 	if json.Indent(&buf, raw, "", "  ") == nil {
 		text = buf.String()
 	}
-	in := pages.ApprovalInput{Spans: highlightJSON(text), Lines: strings.Count(text, "\n") + 1, Truncated: truncated}
+	in := pages.ApprovalInput{Spans: highlightJSON(text), Lines: strings.Count(text, "\n") + 1, Truncated: truncated, Texts: multilineFields(raw)}
 	if in.Lines <= previewLines+4 && len(text) <= previewBytes {
 		return in
 	}
@@ -184,6 +186,23 @@ func approvalInput(raw []byte, truncated bool) pages.ApprovalInput {
 	}
 	in.Preview = highlightJSON(cut)
 	return in
+}
+
+// multilineFields are the input's top-level strings that span lines, in
+// field order, for reading as text beside the JSON.
+func multilineFields(raw []byte) []pages.ApprovalText {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil
+	}
+	var out []pages.ApprovalText
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		var s string
+		if json.Unmarshal(fields[k], &s) == nil && strings.Contains(strings.TrimRight(s, "\n"), "\n") {
+			out = append(out, pages.ApprovalText{Field: k, Text: s, Lines: strings.Count(strings.TrimRight(s, "\n"), "\n") + 1})
+		}
+	}
+	return out
 }
 
 func nthIndex(s string, b byte, n int) int {

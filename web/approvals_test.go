@@ -431,3 +431,22 @@ func TestPendingApprovalSurvivesARestart(t *testing.T) {
 		t.Fatalf("ToolCall.get after the restart: %+v", got)
 	}
 }
+
+// A multi-line string in an input (a script, a command) is shown as the lines
+// it is, beside the JSON where it is one line full of \n.
+func TestApprovalShowsMultilineInputAsText(t *testing.T) {
+	w := newWorldWith(t, askConfig, runtime.Options{})
+	s := w.titledSession("Scripts")
+	script := "set -e\ncd /workspace\nrm -rf build\n"
+	if st, _ := w.call(s.Token, s.ID, "mcp__loud__echo", map[string]any{"message": script}, 0); st != 202 {
+		t.Fatalf("echo: %d", st)
+	}
+	_, page := w.browserOf().get("/approvals")
+	want := `data-testid="approval-text-message">set -e
+cd /workspace
+rm -rf build
+</pre>`
+	if !strings.Contains(page, want) || !strings.Contains(page, "(3 lines)") {
+		t.Fatalf("the script is not shown as its lines:\n%s", page)
+	}
+}
