@@ -325,6 +325,10 @@ func (h *Handlers) pushQueue(c echo.Context, out *sseStream, p runtime.Principal
 	if err != nil {
 		return err
 	}
+	if !c.Response().Committed {
+		// Through echo, so it knows: the send below may skip an unchanged queue.
+		c.Response().WriteHeader(http.StatusOK)
+	}
 	if err := out.send(ctx(c), "queue", pages.ApprovalQueue(queueView(p, q, f))); err != nil {
 		return err
 	}

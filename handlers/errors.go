@@ -82,7 +82,7 @@ func (h *Handlers) ErrorHandler(err error, c echo.Context) {
 	case strings.HasPrefix(path, "/api/") || strings.HasPrefix(path, "/mcp/"):
 		c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 		_ = c.JSON(p.Status, p)
-	case p.Status == http.StatusUnauthorized && c.Request().Method == http.MethodGet:
+	case p.Status == http.StatusUnauthorized && (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead):
 		_ = c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 	case p.Status == http.StatusUnauthorized && isHTMX(c):
 		c.Response().Header().Set("HX-Redirect", "/login")

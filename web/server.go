@@ -47,30 +47,37 @@ func New(rt *runtime.Runtime, cfg Config) *echo.Echo {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	e.Pre(headAsGet)
-	e.Use(middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, crossOrigin(), bodyLimits())
+	e.Use(headAgain, middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, crossOrigin(), bodyLimits())
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	routes(e, h, rt)
 	return e
 }
 
-// headAsGet answers HEAD as GET would, for uptime checks and link checkers:
-// the route runs as a GET (echo routes on the request it was given, so the
-// method changes in place) and the body it writes is dropped.
+// headAsGet routes HEAD as GET, for uptime checks and link checkers: echo
+// routes on the request's method before any middleware of e.Use runs, so the
+// method is GET while the route is found, and headAgain makes it HEAD again
+// before anything is written: net/http then sends the GET's headers and
+// drops the body, as HEAD requires.
 func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if r := c.Request(); r.Method == http.MethodHead {
 			r.Method = http.MethodGet
-			c.Response().Writer = headWriter{c.Response().Writer}
+			c.Set(headKey, true)
 		}
 		return next(c)
 	}
 }
 
-// headWriter drops a response's body; Unwrap keeps flushing reachable.
-type headWriter struct{ http.ResponseWriter }
+func headAgain(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if head, _ := c.Get(headKey).(bool); head {
+			c.Request().Method = http.MethodHead
+		}
+		return next(c)
+	}
+}
 
-func (w headWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+const headKey = "subako.head"
 
 // uploadPaths take packages and skills (up to 64 MB); every other request body
 // is small, and a large one is refused before it is read.
