@@ -192,6 +192,10 @@ func TestHealthReadyMetrics(t *testing.T) {
 		if resp.StatusCode != want || body != "" {
 			t.Errorf("HEAD %s: %d with %d bytes, want %d and none", path, resp.StatusCode, len(body), want)
 		}
+		// The same connection serves the next request: nothing of a body was left on it.
+		if resp, body := b.get("/healthz"); resp.StatusCode != 200 || !strings.Contains(body, "ok") {
+			t.Errorf("GET after HEAD %s: %d %q", path, resp.StatusCode, body)
+		}
 	}
 	b.get("/login")
 	if _, body := b.get("/metrics"); !strings.Contains(body, `subako_http_requests_total{method="GET",route="/login",status="200"}`) {
