@@ -273,6 +273,13 @@ func checkInput(t offered, raw json.RawMessage) (json.RawMessage, error) {
 		field, msg := schemaMessage(err)
 		return nil, invalid(field, "invalid_input", fmt.Sprintf("input does not match %s's schema: %s", t.Name, msg))
 	}
+	if t.Kind == tools.KindSandbox {
+		// Limits a schema cannot say (stdin's 1 MiB is bytes, not
+		// characters) are refused here too, before a call is recorded.
+		if _, err := decodeExec(raw); err != nil {
+			return nil, err
+		}
+	}
 	return raw, nil
 }
 

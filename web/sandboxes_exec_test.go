@@ -67,19 +67,26 @@ func TestSandboxExecBadInputNamesFieldAndLimit(t *testing.T) {
 		!strings.Contains(p.Detail, "command") || !strings.Contains(p.Detail, "8192") {
 		t.Fatalf("an 8,193-character command answered %d %+v; want 422 naming command and 8192", st, p)
 	}
-	// Limits the schema cannot express are checked before the exec runs.
+	// Limits the schema cannot express are refused the same way, before a
+	// call is recorded: stdin's 1 MiB counts bytes, not characters.
 	cases := []struct {
-		input map[string]any
-		want  string
+		input       map[string]any
+		field, want string
 	}{
-		{map[string]any{"command": "true", "cwd": "relative/dir"}, "input.cwd: \"relative/dir\" must be an absolute path"},
-		{map[string]any{"command": "echo \x00"}, "input.command: must not contain a NUL byte"},
+		{map[string]any{"command": "true", "cwd": "relative/dir"}, "input.cwd", "\"relative/dir\" must be an absolute path"},
+		{map[string]any{"command": "echo \x00"}, "input.command", "must not contain a NUL byte"},
+		{map[string]any{"command": "wc -c", "stdin": strings.Repeat("é", 900_000)}, "input.stdin", "is 1800000 bytes, the limit is 1048576 (1 MiB)"},
 	}
 	for _, tc := range cases {
-		st, c := w.call(s.Token, s.ID, execTool, tc.input, 30)
-		if st != 200 || c.Status != "failed" || !strings.Contains(c.Error, tc.want) {
-			t.Errorf("input %.60v answered %d %s %q; want failed with %q", tc.input, st, c.Status, c.Error, tc.want)
+		var p problem
+		st := w.api(s.Token, "POST", "/sessions/"+s.ID+"/tool_calls", map[string]any{"tool": execTool, "input": tc.input}, &p)
+		if st != 422 || p.Field != tc.field || !strings.Contains(p.Detail, tc.want) {
+			t.Errorf("input %.60v answered %d %+v; want 422 on %s saying %q", tc.input, st, p, tc.field, tc.want)
 		}
+	}
+	var calls []struct{ ID string }
+	if w.api(s.Token, "GET", "/sessions/"+s.ID+"/tool_calls", nil, &calls); len(calls) != 0 {
+		t.Errorf("refused inputs were recorded as calls: %+v", calls)
 	}
 	var list []runtime.SandboxView
 	if w.api(w.owner, "GET", "/sandboxes?session="+s.ID, nil, &list); len(list) != 0 {
