@@ -197,6 +197,15 @@ func TestHealthReadyMetrics(t *testing.T) {
 			t.Errorf("GET after HEAD %s: %d %q", path, resp.StatusCode, body)
 		}
 	}
+	// Not on what streams or acts: an event stream would never end, and an
+	// API GET may claim or record something.
+	signedIn := e.owner()
+	bearer := map[string]string{"Authorization": "Bearer " + signedIn.token()}
+	for _, path := range []string{"/approvals/events", "/sandboxes/events", "/api/v1/agents"} {
+		if resp, _ := signedIn.do(http.MethodHead, path, nil, bearer); resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound {
+			t.Errorf("HEAD %s answered %d, want it not served (405 or 404)", path, resp.StatusCode)
+		}
+	}
 	b.get("/login")
 	if _, body := b.get("/metrics"); !strings.Contains(body, `subako_http_requests_total{method="GET",route="/login",status="200"}`) {
 		t.Errorf("metrics do not count requests by route:\n%.2000s", body)

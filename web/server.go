@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/sessions"
@@ -58,14 +59,27 @@ func New(rt *runtime.Runtime, cfg Config) *echo.Echo {
 // method is GET while the route is found, and headAgain makes it HEAD again
 // before anything is written: net/http then sends the GET's headers and
 // drops the body, as HEAD requires.
+//
+// Only pages and health checks: an event stream would run on for nothing,
+// and the API's GETs include verbs that act (ClientCall.next claims a call,
+// Archive.download is recorded), so HEAD there stays a 405.
 func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if r := c.Request(); r.Method == http.MethodHead {
+		if r := c.Request(); r.Method == http.MethodHead && headServed(r.URL.Path) {
 			r.Method = http.MethodGet
 			c.Set(headKey, true)
 		}
 		return next(c)
 	}
+}
+
+func headServed(path string) bool {
+	switch {
+	case strings.HasPrefix(path, "/api/"), strings.HasPrefix(path, "/mcp/"),
+		strings.HasSuffix(path, "/events"), strings.HasSuffix(path, "/archive"):
+		return false
+	}
+	return true
 }
 
 func headAgain(next echo.HandlerFunc) echo.HandlerFunc {
