@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,22 +101,42 @@ type sseStream struct {
 }
 
 // newSSEStream starts a stream for a page that rendered the parts in seen
-// ("name:hash,…", from liveSeen; anything else is ignored).
+// ("at:unix,name:hash,…", from liveSeen; anything else is ignored). The
+// hashes count only for a page rendered moments ago: the same URL serves
+// every reconnect (the browser's, htmx's retry), and by then the page shows
+// what later events swapped in, so a reconnect gets every part again.
 func newSSEStream(w http.ResponseWriter, seen string) *sseStream {
 	s := &sseStream{w: w, last: map[string]string{}}
+	seeds := map[string]string{}
+	fresh := false
 	for pair := range strings.SplitSeq(seen, ",") {
-		if name, sum, ok := strings.Cut(pair, ":"); ok && name != "" && sum != "" {
-			s.last[name] = sum
+		name, val, ok := strings.Cut(pair, ":")
+		if !ok || name == "" || val == "" {
+			continue
 		}
+		if name == "at" {
+			at, err := strconv.ParseInt(val, 10, 64)
+			fresh = err == nil && time.Since(time.Unix(at, 0)).Abs() < seenFor
+			continue
+		}
+		seeds[name] = val
+	}
+	if fresh {
+		s.last = seeds
 	}
 	return s
 }
+
+// seenFor is how long after a page's render its stream trusts what the page
+// showed: long enough for the page to load and connect.
+const seenFor = 10 * time.Second
 
 // liveSeen renders the named parts as a page embeds them and returns the
 // value of the events URL's seen parameter.
 func liveSeen(cx context.Context, parts map[string]templ.Component) string {
 	names := slices.Sorted(maps.Keys(parts))
-	out := make([]string, 0, len(names))
+	out := make([]string, 0, len(names)+1)
+	out = append(out, "at:"+strconv.FormatInt(time.Now().Unix(), 10))
 	for _, name := range names {
 		var b strings.Builder
 		if err := parts[name].Render(cx, &b); err != nil {
