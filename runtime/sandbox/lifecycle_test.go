@@ -158,6 +158,28 @@ func TestOverLimitArchiveKeepsPreviousAndLosesNothing(t *testing.T) {
 	}
 }
 
+// A workspace that never fits (its session ended, say) is not kept for ever:
+// after four retirement periods it retires with the older archive, and the
+// record says what was dropped.
+func TestHeldRetirementEndsWithTheOlderArchive(t *testing.T) {
+	e := newEnv(t, func(c *sandbox.Config) { c.MaxArchiveBytes = 256 << 10 })
+	e.exec("echo v1 > notes.txt")
+	e.tick(sandbox.DefaultIdleTimeout)
+	e.exec("echo v2 > notes.txt; head -c 1048576 /dev/urandom > noise.bin")
+	e.tick(sandbox.DefaultIdleTimeout)
+	for range 3 {
+		e.tick(sandbox.DefaultRetireAfter)
+		if rec := e.wantState(sandbox.StateSuspended); !strings.Contains(rec.ArchiveError, "retires with the older archive at") {
+			t.Fatalf("archive_error = %q, want when it will retire anyway", rec.ArchiveError)
+		}
+	}
+	e.tick(sandbox.DefaultRetireAfter)
+	rec := e.wantState(sandbox.StateRetired)
+	if !strings.Contains(rec.ArchiveNote, "newer files were dropped") || e.archived(rec.ID)["notes.txt"] != "v1\n" {
+		t.Errorf("retired: note %q, archive notes %q", rec.ArchiveNote, e.archived(rec.ID)["notes.txt"])
+	}
+}
+
 func TestDeadMachineKeepsItsWorkspace(t *testing.T) {
 	e := newEnv(t, nil)
 	e.exec("echo kept > notes.txt")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -46,6 +47,10 @@ func (m *Manager) Tick(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// heldRetirements bounds how many RetireAfter periods a sandbox whose
+// workspace does not fit an archive is kept from retiring.
+const heldRetirements = 4
+
 // retire removes a suspended sandbox's folders; only its archive is left.
 func (m *Manager) retire(ctx context.Context, stored Record) error {
 	b := m.adopt(stored)
@@ -55,24 +60,40 @@ func (m *Manager) retire(ctx context.Context, stored Record) error {
 		return nil // an exec woke it meanwhile
 	}
 	rec := b.rec
-	if rec.ArchiveError != "" {
+	_, statErr := os.Stat(m.workspaceDir(rec.ID))
+	folder := !errors.Is(statErr, fs.ErrNotExist)
+	if rec.ArchiveError != "" && folder {
 		// The folder is newer than the archive: it goes only once an archive
 		// holds it. Archiving it again is tried once per RetireAfter (a
 		// suspended folder does not change; a server given a larger limit
-		// may now fit it), and until then the sandbox stays suspended.
-		if !b.retryRetire.IsZero() && m.now().Before(b.retryRetire) {
-			return nil
-		}
-		b.retryRetire = m.now().Add(m.cfg.RetireAfter)
-		m.archiveInto(ctx, &rec, m.now())
-		if rec.ArchiveError != "" {
-			rec.ArchiveError += "; not retired: the sandbox stays suspended with its folder, which holds files the archive does not (an exec that removes files lets it archive)"
-			if err := m.cfg.Store.Put(ctx, rec); err != nil {
-				return fmt.Errorf("sandbox: record archive error of %s: %w", rec.ID, err)
+		// may now fit it), and until then the sandbox stays suspended, for
+		// at most heldRetirements × RetireAfter: a session that ended can
+		// no longer make it fit, and its disk must come back.
+		giveUp := rec.SuspendedAt.Add(heldRetirements * m.cfg.RetireAfter)
+		if !m.now().Before(giveUp) {
+			kept := "without an archive"
+			if !rec.ArchiveAt.IsZero() {
+				kept = "with the archive of " + rec.ArchiveAt.UTC().Format(time.RFC3339)
 			}
-			b.rec = rec
-			m.notify(rec)
-			return nil
+			rec.ArchiveNote = fmt.Sprintf("retired %s: /workspace stayed over the archive limit until %s, and its newer files were dropped",
+				kept, giveUp.UTC().Format(time.RFC3339))
+			m.cfg.Logger.Warn("sandbox: retired with an older archive", "sandbox", rec.ID, "archive_error", rec.ArchiveError)
+		} else {
+			if !b.retryRetire.IsZero() && m.now().Before(b.retryRetire) {
+				return nil
+			}
+			b.retryRetire = m.now().Add(m.cfg.RetireAfter)
+			m.archiveInto(ctx, &rec, m.now())
+			if rec.ArchiveError != "" {
+				rec.ArchiveError += fmt.Sprintf("; not retired: the sandbox stays suspended with its folder, which holds files the archive does not; "+
+					"an exec that removes files lets it archive, else it retires with the older archive at %s", giveUp.UTC().Format(time.RFC3339))
+				if err := m.cfg.Store.Put(ctx, rec); err != nil {
+					return fmt.Errorf("sandbox: record archive error of %s: %w", rec.ID, err)
+				}
+				b.rec = rec
+				m.notify(rec)
+				return nil
+			}
 		}
 	}
 	if err := os.RemoveAll(m.machineDir(rec.ID)); err != nil {
