@@ -78,9 +78,14 @@ func (r *Runtime) UserInvite(ctx context.Context, p Principal, email, access str
 			CreatedBy: p.ID, CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.SetupTTL)}
 		// One live link per email: inviting again (another access level, a
 		// lost link) ends the earlier ones, so no forgotten link still works.
+		// An owner's invitation is ended only by an owner, as owners are
+		// only touched by owners.
 		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if err := tx.Model(&models.Invite{}).Where("kind = ? AND email = ? AND used_at IS NULL AND expires_at > ?", InviteInvite, email, r.now()).
-				UpdateColumn("expires_at", r.now()).Error; err != nil {
+			earlier := tx.Model(&models.Invite{}).Where("kind = ? AND email = ? AND used_at IS NULL AND expires_at > ?", InviteInvite, email, r.now())
+			if !p.Can("User.grant_owner") {
+				earlier = earlier.Where("access <> ?", AccessOwner)
+			}
+			if err := earlier.UpdateColumn("expires_at", r.now()).Error; err != nil {
 				return err
 			}
 			return tx.Create(&inv).Error

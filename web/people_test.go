@@ -273,4 +273,15 @@ func TestReinvitingEndsTheEarlierLink(t *testing.T) {
 	if joined != "viewer" {
 		t.Fatalf("the person joined as %q, want the newest link's level (viewer); people: %+v", joined, people)
 	}
+	// An admin re-inviting does not end an owner's invitation to be owner.
+	admin := e.person(owner, "admin@example.com", "admin")
+	_, page := owner.post("/people/invite", url.Values{"email": {"heir@example.com"}, "access": {"owner"}})
+	ownerLink := inviteLink.FindStringSubmatch(page)
+	admin.post("/people/invite", url.Values{"email": {"heir@example.com"}, "access": {"viewer"}})
+	if ownerLink == nil {
+		t.Fatal("no owner invitation link")
+	}
+	if resp, _ := e.browser().get("/invite/" + ownerLink[1]); resp.StatusCode != http.StatusOK {
+		t.Fatalf("an admin's re-invite ended the owner's invitation: %d", resp.StatusCode)
+	}
 }
