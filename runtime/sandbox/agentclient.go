@@ -126,11 +126,23 @@ func (c *AgentClient) Exec(ctx context.Context, req ExecRequest) (ExecResult, er
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}()
-	if err := c.send(frame{Type: frameExec, ID: id, Exec: &req}); err != nil {
-		return ExecResult{}, err
-	}
+	// The guard runs from before the request is written: a stopped agent
+	// stops reading too, and a large stdin then blocks the write itself.
+	// Giving up closes the connection, which frees a blocked writer; the
+	// caller stops the machine on errAgentSilent.
 	guard := time.NewTimer(time.Duration(req.TimeoutSecs)*time.Second + answerSlack)
 	defer guard.Stop()
+	sent := make(chan error, 1)
+	go func() { sent <- c.send(frame{Type: frameExec, ID: id, Exec: &req}) }()
+	select {
+	case err := <-sent:
+		if err != nil {
+			return ExecResult{}, err
+		}
+	case <-guard.C:
+		c.Close()
+		return ExecResult{}, errAgentSilent
+	}
 	select {
 	case f := <-ch:
 		return resultOf(f)
@@ -139,8 +151,8 @@ func (c *AgentClient) Exec(ctx context.Context, req ExecRequest) (ExecResult, er
 	case <-c.closed:
 		return ExecResult{}, ErrMachineExited
 	case <-guard.C:
-		res, _ := c.cancel(id, ch)
-		return res, errAgentSilent
+		c.Close()
+		return ExecResult{}, errAgentSilent
 	case <-ctx.Done():
 		res, _ := c.cancel(id, ch)
 		return res, ctx.Err()

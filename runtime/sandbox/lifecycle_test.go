@@ -212,6 +212,19 @@ func TestStoppedAgentIsGivenUp(t *testing.T) {
 	if res := e.exec("cat notes.txt"); res.Stdout != "kept\n" {
 		t.Errorf("after the agent was stopped: %q", res.Stdout)
 	}
+	// Stopped again, then sent more stdin than a pipe holds: the write
+	// itself blocks, and the guard still gives the machine up.
+	e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "kill -STOP 2", TimeoutSecs: 1})
+	e.exec("true") // a fresh machine
+	go e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "kill -STOP 2; sleep 5", TimeoutSecs: 10})
+	time.Sleep(500 * time.Millisecond)
+	_, err = e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "wc -c", Stdin: strings.Repeat("x", 1<<20), TimeoutSecs: 1})
+	if !errors.Is(err, sandbox.ErrMachineExited) {
+		t.Fatalf("a large stdin to a stopped agent: %v, want the machine given up", err)
+	}
+	if res := e.exec("cat notes.txt"); res.Stdout != "kept\n" {
+		t.Errorf("after the second stop: %q", res.Stdout)
+	}
 }
 
 func TestConcurrentFirstExecsStartOneMachine(t *testing.T) {
