@@ -124,7 +124,7 @@ var tokenShapes = []struct {
 }{
 	{"a JWT", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`), false},
 	{"a GitHub token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), false},
-	{"an API key", regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`), true},
+	{"an API key", regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{40,}`), true}, // real keys run to 48 and far more
 	{"a Slack token", regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), false},
 	{"an AWS access key ID", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), false},
 	{"a Google API key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), false},

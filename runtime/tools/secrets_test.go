@@ -73,6 +73,8 @@ func TestURLCredentialPassesOrdinaryURLs(t *testing.T) {
 		"https://mcp.example.com/docs#section=overview&page=2",
 		"https://mcp.example.com/tokens/list",
 		"https://mcp.example.com/sk-learn-nearest-neighbors-classification",
+		"https://mcp.example.com/teams/sk-Slovakia-Team2024-Ops",
+		"https://mcp.example.com/docs/sk-SK_Documentation_v2024",
 		"https://mcp.example.com/task-runner/ghp_",
 		"https://mcp.example.com/?q=eyJ",
 		"https://mcp.example.com/AKIA",
