@@ -286,9 +286,9 @@ func (h *Handlers) TryTool(c echo.Context) error {
 	in := runtime.ToolCallInput{Session: id, Tool: c.FormValue("tool"), WaitSeconds: &wait,
 		Input: json.RawMessage(strings.TrimSpace(c.FormValue("input")))}
 	call, err := h.RT.ToolCallCreate(ctx(c), p, in)
-	e, known := runtime.AsError(err)
-	if err != nil && (!known || e.Kind == runtime.KindInternal) {
-		return err
+	e, shown := formError(err)
+	if err != nil && !shown {
+		return err // a refusal or a failure: the error page (or box, for htmx) says so
 	}
 	try := pages.SessionTry{SessionID: id, Tool: in.Tool, Input: c.FormValue("input"), CanTry: p.Can("ToolCall.create")}
 	status := http.StatusOK

@@ -87,6 +87,9 @@ func (r *Runtime) record(ctx context.Context, p Principal, verb string, a *act, 
 }
 
 func truncate(s string, n int) string {
+	// Stored text must be UTF-8 (PostgreSQL refuses anything else), and
+	// errors quote what servers sent.
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
 	}

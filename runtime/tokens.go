@@ -109,7 +109,7 @@ func (r *Runtime) TokenList(ctx context.Context, p Principal) ([]TokenView, erro
 }
 
 // TokenRevoke is Token.revoke. A person revokes their own tokens; whoever may
-// remove people may also revoke anyone's.
+// remove people may also revoke anyone's but an owner's, which only owners may.
 func (r *Runtime) TokenRevoke(ctx context.Context, p Principal, id string) error {
 	return r.run(ctx, p, "Token.revoke", func(a *act) error {
 		var t models.Token

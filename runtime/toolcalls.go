@@ -166,8 +166,14 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 	if !found {
 		detail := fmt.Sprintf("this session offers no tool %q: Session.tools lists what it offers", in.Tool)
 		if kind, grant, _, err := tools.ParseFullName(in.Tool); err == nil && kind == tools.KindMCP && failed[grant] != "" {
+			// The reason may name the server's address or what it answered:
+			// people see it, the session's agent only that there is one.
+			why := "an operator sees why on the session's page"
+			if p.Kind == PrincipalUser {
+				why = failed[grant]
+			}
 			detail = fmt.Sprintf("this session offers no tool %q: MCP server %q could not list its tools for this session (%s); Session.tools?refresh=true tries again",
-				in.Tool, grant, failed[grant])
+				in.Tool, grant, why)
 		}
 		return models.ToolCall{}, &Error{Kind: KindNotFound, Code: "unknown_tool", Title: "Unknown tool", Field: "tool", Detail: detail}
 	}

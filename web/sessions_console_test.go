@@ -143,6 +143,16 @@ func TestTryToolRecordsTheOperator(t *testing.T) {
 	if len(calls) != 1 {
 		t.Fatalf("refused inputs were recorded as calls: %+v", calls)
 	}
+	// A viewer is not offered the form; a post anyway is refused, naming the
+	// permission, in the flash box for htmx and on the error page without.
+	viewer := w.person(owner, "viewer@example.com", "viewer")
+	resp, frag = viewer.do("POST", "/sessions/"+id+"/try", url.Values{"tool": {"mcp__everything__echo"}, "input": {`{"message": "x"}`}}, htmx)
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("HX-Retarget") != "#flash" || !strings.Contains(frag, "ToolCall.create") {
+		t.Fatalf("a viewer's Try answered %d (retarget %q):\n%s", resp.StatusCode, resp.Header.Get("HX-Retarget"), frag)
+	}
+	if resp, page := viewer.post("/sessions/"+id+"/try", url.Values{"tool": {"mcp__everything__echo"}, "input": {`{"message": "x"}`}}); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "ToolCall.create") {
+		t.Fatalf("a viewer's Try without htmx answered %d", resp.StatusCode)
+	}
 }
 
 // events reads a session page's event stream.

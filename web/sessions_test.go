@@ -129,9 +129,13 @@ func TestMCPCallsCarryTheVaultCredential(t *testing.T) {
 		t.Fatalf("a session without the vault sees another credential's tools: %v", tools)
 	}
 	var p problem
+	// The agent learns that the server could not be listed; the operator why.
 	if st := w.api(bare.Token, "POST", "/sessions/"+bare.ID+"/tool_calls", map[string]any{"tool": "mcp__everything__echo", "input": map[string]any{"message": "x"}}, &p); st != 404 || p.Code != "unknown_tool" ||
-		!strings.Contains(p.Detail, `MCP server "everything" could not list its tools`) || !strings.Contains(p.Detail, "401") {
-		t.Fatalf("echo without the credential: %d %+v", st, p)
+		!strings.Contains(p.Detail, `MCP server "everything" could not list its tools`) || strings.Contains(p.Detail, "401") || strings.Contains(p.Detail, "127.0.0.1") {
+		t.Fatalf("echo without the credential, by the agent: %d %+v", st, p)
+	}
+	if st := w.api(w.owner, "POST", "/sessions/"+bare.ID+"/tool_calls", map[string]any{"tool": "mcp__everything__echo", "input": map[string]any{"message": "x"}}, &p); st != 404 || !strings.Contains(p.Detail, "401") {
+		t.Fatalf("echo without the credential, by the operator: %d %+v", st, p)
 	}
 	// The session's page says which server is missing and why.
 	page := mustGet(w.browserOf(), "/sessions/"+bare.ID)

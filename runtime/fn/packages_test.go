@@ -153,6 +153,7 @@ func TestJavaScriptRun(t *testing.T) {
 		{"exception", `throw new TypeError("nope")`, "", nil, "TypeError: nope"},
 		{"rejected promise", `Promise.reject("why")`, "", nil, "promise rejected: why"},
 		{"syntax error", `let = ;`, "", nil, "SyntaxError"},
+		{"one long log line before an exception", "console.log('x'.repeat(20000) + 'END'); throw new Error('boom')", "", nil, "xxxxEND"},
 		{"logs before an exception", "console.log('step 1'); console.log('step 2'); throw new Error('boom')", "", nil,
 			"console output before the error:\nstep 1\nstep 2"},
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 	"github.com/subako/subako/runtime/fn/guest"
@@ -73,6 +74,15 @@ func withLogs(err error, out *runOutput) error {
 	for start > 0 && size+len(lines[start-1])+1 <= maxErrorLogBytes {
 		start--
 		size += len(lines[start]) + 1
+	}
+	if start == len(lines) {
+		// The last line alone is over the budget: its end, which led to the error.
+		last := lines[len(lines)-1]
+		cut := len(last) - maxErrorLogBytes
+		for cut < len(last) && !utf8.RuneStart(last[cut]) {
+			cut++
+		}
+		lines, start = []string{"…" + last[cut:]}, 0
 	}
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(err.Error(), "\n"))
