@@ -61,8 +61,7 @@ func (h *Handlers) Sandboxes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	seen := liveSeen(ctx(c), map[string]templ.Component{"sandboxes": pages.SandboxTableView(t)})
-	v := pages.SandboxesView{EventsURL: "/sandboxes/events?" + url.Values{"seen": {seen}}.Encode(), Table: t}
+	v := pages.SandboxesView{EventsURL: sandboxEventsURL(c, t, ""), Table: t}
 	return render(c, http.StatusOK, pages.SandboxesPage(h.shell(c, "Sandboxes", "sandboxes"), v))
 }
 
@@ -76,9 +75,7 @@ func (h *Handlers) SessionSandboxes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	seen := liveSeen(ctx(c), map[string]templ.Component{"sandboxes": pages.SandboxTableView(t)})
-	v := pages.SandboxesView{SessionID: s.ID, SessionTitle: s.Title, Table: t,
-		EventsURL: "/sandboxes/events?" + url.Values{"session": {s.ID}, "seen": {seen}}.Encode()}
+	v := pages.SandboxesView{SessionID: s.ID, SessionTitle: s.Title, Table: t, EventsURL: sandboxEventsURL(c, t, s.ID)}
 	title := s.Title
 	if title == "" {
 		title = s.ID
@@ -94,6 +91,16 @@ func (h *Handlers) DeleteArchive(c echo.Context) error {
 	}
 	h.flash(c, "ok", "Archive deleted.")
 	return redirect(c, back)
+}
+
+// sandboxEventsURL is the stream of the table t (one session's, or every
+// session's when session is ""), starting from what t shows.
+func sandboxEventsURL(c echo.Context, t pages.SandboxTable, session string) string {
+	q := url.Values{"seen": {liveSeen(ctx(c), map[string]templ.Component{"sandboxes": pages.SandboxTableView(t)})}}
+	if session != "" {
+		q.Set("session", session)
+	}
+	return "/sandboxes/events?" + q.Encode()
 }
 
 // SandboxEvents streams the sandbox table (of one session with ?session=)

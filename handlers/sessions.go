@@ -338,11 +338,11 @@ func (h *Handlers) RefreshSessionTools(c echo.Context) error {
 	if err != nil {
 		return h.flashError(c, err, "/sessions/"+id)
 	}
+	kind, msg := "ok", fmt.Sprintf("Discovery refreshed: the session offers %d tools.", len(ts))
 	if len(failed) > 0 {
-		h.flash(c, "error", fmt.Sprintf("Discovery refreshed: the session offers %d tools; %d MCP servers could not list theirs (see Offered tools).", len(ts), len(failed)))
-		return redirect(c, "/sessions/"+id)
+		kind, msg = "error", fmt.Sprintf("Discovery refreshed: the session offers %d tools; %d MCP servers could not list theirs (see Offered tools).", len(ts), len(failed))
 	}
-	h.flash(c, "ok", fmt.Sprintf("Discovery refreshed: the session offers %d tools.", len(ts)))
+	h.flash(c, kind, msg)
 	return redirect(c, "/sessions/"+id)
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/subako/subako/models"
@@ -108,7 +107,7 @@ func (r *Runtime) finishCall(ctx context.Context, call models.ToolCall, from str
 	}
 	upd := map[string]any{"finished_at": now, "duration_ms": now.Sub(started).Milliseconds(), "status": CallSucceeded}
 	if err != nil {
-		upd["status"], upd["error"] = CallFailed, truncate(strings.ToValidUTF8(err.Error(), "\uFFFD"), maxCallErrorBytes)
+		upd["status"], upd["error"] = CallFailed, truncate(err.Error(), maxCallErrorBytes)
 	}
 	if len(out) > 0 {
 		upd["output"], upd["output_truncated"] = clip(string(out))
