@@ -4,7 +4,9 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -37,6 +39,8 @@ func statusOf(k runtime.Kind) int {
 		return http.StatusForbidden
 	case runtime.KindUnauthenticated:
 		return http.StatusUnauthorized
+	case runtime.KindTooMany:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
@@ -71,6 +75,10 @@ func (h *Handlers) ErrorHandler(err error, c echo.Context) {
 		return
 	}
 	p := problemOf(err)
+	if e, ok := runtime.AsError(err); ok && e.RetryAfter > 0 {
+		// Whole seconds, rounded up: a client that waits exactly this long is let in.
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
 	log := h.Log.With("method", c.Request().Method, "route", c.Path(), "status", p.Status)
 	if p.Status >= 500 {
 		log.Error("request failed", "err", err)

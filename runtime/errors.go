@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies an error for the interfaces: each maps it to its own form
@@ -16,6 +17,9 @@ const (
 	KindConflict
 	KindForbidden
 	KindUnauthenticated
+	// KindTooMany is a refusal that passes with time (a throttle, a full
+	// capacity): RetryAfter says when to try again.
+	KindTooMany
 )
 
 // FieldError is one problem with one input field, named by its path.
@@ -35,6 +39,9 @@ type Error struct {
 	Field             string
 	MissingPermission string
 	Fields            []FieldError
+	// RetryAfter, when set, is how long a caller should wait before trying
+	// again; HTTP answers carry it as Retry-After.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
