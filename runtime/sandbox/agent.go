@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // AgentEnv is set to "1" in the environment of a machine's first process: the
@@ -22,6 +24,9 @@ func RunAgentIfRequested() {
 	if os.Getenv(AgentEnv) != "1" {
 		return
 	}
+	// Nothing the agent was handed beyond stdio may reach a command: the
+	// driver closes what the server inherited, this covers any other driver.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	if err := ServeAgent(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "subako sandbox agent:", err)
 		os.Exit(1)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -76,6 +77,13 @@ func (d *Driver) startBwrap(bwrap string, args []string, fds *fdTable, id string
 		return nil, err
 	}
 	m := &Machine{id: id, cg: cg, stderr: &tailBuffer{}, exited: make(chan struct{}), pidfd: -1}
+	if err := closeInheritedFDs(); err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		stdoutR.Close()
+		stdoutW.Close()
+		return nil, err
+	}
 	cmd := exec.Command(bwrap, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, m.stderr
 	cmd.ExtraFiles = fds.files
@@ -131,6 +139,29 @@ func (d *Driver) setUp(ctx context.Context, m *Machine, infoR, blockW *os.File, 
 			return err
 		}
 		m.slirp = slirp
+	}
+	return nil
+}
+
+// closeInheritedFDs marks every descriptor above stderr close-on-exec. The
+// server's own files already are, but one it inherited (a pipe its parent
+// left open) is not, and would otherwise reach bwrap and every process of
+// every sandbox. ExtraFiles are dup'ed into place after this, in the child,
+// so what bwrap is meant to get still reaches it.
+func closeInheritedFDs() error {
+	err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	// Kernels before 5.11: mark them one by one.
+	entries, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return fmt.Errorf("local: close inherited descriptors: %w (close_range: %v)", rerr, err)
+	}
+	for _, e := range entries {
+		if fd, perr := strconv.Atoi(e.Name()); perr == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
 	}
 	return nil
 }
