@@ -78,12 +78,11 @@ func (r *Runtime) canonical(ctx context.Context, raw []byte) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
-	cfg, err := tools.Parse(raw, r.catalog(ctx))
+	out, err := tools.Canonical(raw, r.catalog(ctx))
 	if err != nil {
 		return "", configError(err)
 	}
-	out, err := tools.Export(cfg)
-	return string(out), err
+	return string(out), nil
 }
 
 // VersionCreate is Version.create: a new draft numbered after the agent's last version.

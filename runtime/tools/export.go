@@ -21,3 +21,24 @@ func Export(cfg Config) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// Canonical parses a config and returns it as Export writes it, which is the
+// form a version stores. The size limit applies to that stored form too:
+// publishing parses what was stored, so a config that grows past the limit
+// when indented must be refused when saved, not when published.
+func Canonical(data []byte, cat Catalog) ([]byte, error) {
+	cfg, err := Parse(data, cat)
+	if err != nil {
+		return nil, err
+	}
+	out, err := Export(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > MaxConfigBytes {
+		return nil, &ValidationError{Errors: []FieldError{fieldError("", "config_too_large", fmt.Sprintf(
+			"config must be at most %d bytes (1 MiB) as stored, indented as Export writes it; stored, this one has %d",
+			MaxConfigBytes, len(out)))}}
+	}
+	return out, nil
+}
