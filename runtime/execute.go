@@ -108,6 +108,7 @@ func (r *Runtime) finishCall(ctx context.Context, call models.ToolCall, from str
 	upd := map[string]any{"finished_at": now, "duration_ms": now.Sub(started).Milliseconds(), "status": CallSucceeded}
 	if err != nil {
 		upd["status"], upd["error"] = CallFailed, truncate(err.Error(), maxCallErrorBytes)
+		recordRefusal(err, upd)
 	}
 	if len(out) > 0 {
 		upd["output"], upd["output_truncated"] = clip(string(out))

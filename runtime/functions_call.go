@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,6 +27,10 @@ func (r *Runtime) runFunction(ctx context.Context, c FunctionCall) (json.RawMess
 	res, err := e.Call(ctx, pkg, fn.CallRequest{Tool: c.Tool, Input: c.Input, Origins: c.Grant.Origins,
 		Credentials: c.Credentials})
 	r.meterFunction(ctx, c, res.Duration)
+	var full *fn.CapacityError
+	if errors.As(err, &full) {
+		return nil, overCapacity(full.Detail, full.RetryAfter)
+	}
 	if err != nil {
 		return nil, err
 	}

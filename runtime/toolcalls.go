@@ -145,7 +145,12 @@ func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallIn
 	if err != nil {
 		return out, err
 	}
-	return r.waitCall(ctx, callID, waitDuration(in.WaitSeconds))
+	out, err = r.waitCall(ctx, callID, waitDuration(in.WaitSeconds))
+	if err == nil {
+		// Refused for want of room: a 429 the caller can retry, the call recorded.
+		err = capacityRefusal(out)
+	}
+	return out, err
 }
 
 func waitDuration(secs *float64) time.Duration {

@@ -55,6 +55,13 @@ func (e *Engine) Call(ctx context.Context, p *Package, req CallRequest) (CallRes
 	stdout := &cappedBuffer{limit: e.caps.MaxOutputBytes}
 	stderr := &cappedBuffer{limit: e.caps.MaxStderrBytes}
 	f := &fetcher{origins: origins, credentials: req.Credentials, transport: e.transport, caps: e.caps}
+	// Room is taken after the input checks, so a bad call never waits, and
+	// before the clock starts: time in line is not billed.
+	release, err := e.gate.acquire(ctx, memMB)
+	if err != nil {
+		return CallResult{}, err
+	}
+	defer release()
 	mem := newLimitedMemory(uint64(memMB)<<20, e.onFree)
 
 	start := time.Now() // before the deadline is set, so Duration covers it

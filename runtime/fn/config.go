@@ -55,6 +55,8 @@ type Config struct {
 	DataDir string
 	// Caps are the server's limits; the zero value means DefaultCaps.
 	Caps Caps
+	// Capacity bounds all calls together; zero fields take DefaultCapacity.
+	Capacity Capacity
 	// Transport carries http_fetch requests; nil means egress.Transport,
 	// which refuses private and loopback addresses unless AllowPrivate is
 	// set. Redirects are never left to it.

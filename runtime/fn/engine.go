@@ -23,6 +23,7 @@ import (
 // module costs seconds. It is safe for concurrent use.
 type Engine struct {
 	caps      Caps
+	gate      *gate
 	runtime   wazero.Runtime
 	transport http.RoundTripper
 
@@ -53,6 +54,11 @@ func key(name, version string) string { return name + "@" + version }
 // DataDir/fncache and reused after a restart.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	caps := cfg.Caps.orDefault()
+	capacity := cfg.Capacity.orDefault()
+	if capacity.MemoryMB < caps.MaxMemoryMB {
+		// A call allowed more than the whole budget could never start.
+		return nil, fmt.Errorf("fn: function memory budget of %d MiB is below the %d MiB one call may get", capacity.MemoryMB, caps.MaxMemoryMB)
+	}
 	rc := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(uint32(caps.MaxMemoryMB * (1 << 20) / wasmPage))
@@ -78,11 +84,18 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		// resolves to at every hop, so an origin cannot lead inside.
 		tr = egress.Transport(cfg.AllowPrivate)
 	}
-	return &Engine{caps: caps, runtime: r, transport: tr, packages: map[string]*Package{}}, nil
+	return &Engine{caps: caps, gate: newGate(capacity), runtime: r, transport: tr, packages: map[string]*Package{}}, nil
 }
 
 // Caps returns the limits the engine enforces.
 func (e *Engine) Caps() Caps { return e.caps }
+
+// Capacity returns the limits on all calls together.
+func (e *Engine) Capacity() Capacity { return e.gate.limits }
+
+// InUse is what runs now: instances, MiB of memory they reserved, and calls
+// waiting for room.
+func (e *Engine) InUse() (running, reservedMB, queued int) { return e.gate.load() }
 
 // Close releases every compiled package. Calls in flight end with an error.
 func (e *Engine) Close(ctx context.Context) error {

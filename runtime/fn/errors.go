@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // FieldError is bad input a user can fix: a manifest field, a call argument or
@@ -69,3 +70,19 @@ func (e *CallError) Error() string {
 }
 
 func (e *CallError) Unwrap() error { return e.Reason }
+
+// ErrCapacity is what errors.Is reports for a CapacityError.
+var ErrCapacity = errors.New("fn: over capacity")
+
+// CapacityError refuses a call the engine has no room for right now: every
+// instance slot or the whole memory budget is taken. Nothing ran; the same
+// call may well succeed after RetryAfter.
+type CapacityError struct {
+	Detail     string
+	RetryAfter time.Duration
+}
+
+func (e *CapacityError) Error() string { return "fn: over capacity: " + e.Detail }
+
+// Is makes errors.Is(err, ErrCapacity) true.
+func (e *CapacityError) Is(target error) bool { return target == ErrCapacity }

@@ -1,0 +1,131 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/subako/subako/runtime/fn"
+	"github.com/subako/subako/runtime/fn/fntest"
+)
+
+// TestFunctionCallsPastCapacityAre429AndRecorded holds both instance slots
+// of a small engine with calls that wait on a test server, then calls once
+// more through the API: 429 with Retry-After and code capacity, the call
+// recorded as refused with why; once the held calls end, calls succeed again.
+func TestFunctionCallsPastCapacityAre429AndRecorded(t *testing.T) {
+	e := newEnv(t)
+	mods := fntest.Build(t)
+	eng, err := fn.New(context.Background(), fn.Config{DataDir: mods.DataDir, AllowPrivate: true,
+		Caps: fn.Caps{MaxMemoryMB: 64}, Capacity: fn.Capacity{MaxInstances: 2, MemoryMB: 512, MaxQueued: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close(context.Background()) })
+	e.rt.SetFunctionEngine(eng)
+	owner := e.owner().token()
+	wasm, manifest := mods.TestModule(t, "fetcher")
+	if st := e.api(owner, "POST", "/functions", installJSON(wasm, manifest), nil); st != 201 {
+		t.Fatalf("Function.install: %d", st)
+	}
+
+	arrived, release := make(chan struct{}, 10), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		w.Write([]byte("done"))
+	}))
+	t.Cleanup(api.Close)
+	t.Cleanup(free)
+
+	_, draft := e.agentWithDraft(owner)
+	cfg := `{"functions": [{"name": "f", "package": "fetcher", "version": "1.0.0", "origins": ["` + api.URL + `"], "default_policy": "allow"}]}`
+	if st, body := e.rawAPI(owner, "PUT", "/versions/"+draft.ID+"/config", cfg); st != 200 {
+		t.Fatalf("Version.update: %d %s", st, body)
+	}
+	if st := e.api(owner, "POST", "/versions/"+draft.ID+"/publish", nil, nil); st != 200 {
+		t.Fatalf("Version.publish: %d", st)
+	}
+	var s struct{ ID, Token string }
+	if st := e.api(owner, "POST", "/sessions", map[string]any{"version": draft.ID, "title": "capacity"}, &s); st != 201 {
+		t.Fatalf("Session.create: %d", st)
+	}
+	call := func() (*http.Response, []byte) {
+		body := `{"tool": "fn__f__fetch", "input": {"url": "` + api.URL + `"}, "wait_seconds": 60}`
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api/v1/sessions/"+s.ID+"/tool_calls", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+s.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return nil, nil
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		return resp, []byte(b.String())
+	}
+
+	held := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, _ := call()
+			if resp == nil {
+				held <- 0
+				return
+			}
+			held <- resp.StatusCode
+		}()
+	}
+	<-arrived
+	<-arrived
+
+	resp, body := call()
+	var p struct {
+		Code, Detail string
+		Status       int
+	}
+	_ = json.Unmarshal(body, &p)
+	if resp.StatusCode != 429 || p.Code != "capacity" || resp.Header.Get("Retry-After") != "5" ||
+		!strings.Contains(p.Detail, "2 of 2 instances are running") {
+		t.Fatalf("call past capacity: %d Retry-After=%q %s; want 429, Retry-After 5, code capacity naming the limit",
+			resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+
+	var calls []struct{ ID, Status, Reason, Error string }
+	if st := e.api(owner, "GET", "/sessions/"+s.ID+"/tool_calls", nil, &calls); st != 200 {
+		t.Fatalf("ToolCall.list: %d", st)
+	}
+	refused := 0
+	for _, c := range calls {
+		if c.Status == "refused" {
+			refused++
+			if !strings.Contains(c.Reason, "over capacity") || !strings.Contains(c.Reason, "--max-function-instances") {
+				t.Fatalf("refused call's reason = %q; want it to say over capacity and name the flag", c.Reason)
+			}
+			if !strings.Contains(p.Detail, c.ID) {
+				t.Fatalf("the 429 detail %q does not name the recorded call %s", p.Detail, c.ID)
+			}
+		}
+	}
+	if refused != 1 {
+		t.Fatalf("%d refused calls recorded, want 1: %+v", refused, calls)
+	}
+
+	free()
+	for range 2 {
+		if st := <-held; st != 200 {
+			t.Fatalf("a held call ended with %d, want 200", st)
+		}
+	}
+	if resp, body := call(); resp.StatusCode != 200 || !strings.Contains(string(body), `"status":"succeeded"`) {
+		t.Fatalf("call after the held ones ended: %d %s", resp.StatusCode, body)
+	}
+}
