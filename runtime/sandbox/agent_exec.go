@@ -16,10 +16,12 @@ import (
 // background job that keeps stdout open must not hold the exec's answer.
 const pipeGrace = 500 * time.Millisecond
 
-// runCommand runs one exec as `sh -c` in its own process group, so a timeout
-// or a cancel kills the command together with anything it started in the
-// background. Background jobs of a command that finished on its own are left
-// running (a dev server started with `&` keeps serving the next exec).
+// runCommand runs one exec in its own pid namespace, whose first process is
+// a small init: when the command ends, or its timeout or a cancel kills the
+// init, the kernel kills everything the command started, background jobs
+// and setsid'd daemons included, so none outlives its exec or holds the
+// sandbox's pid limit. An agent that may not make namespaces (no
+// CAP_SYS_ADMIN) falls back to a process group.
 func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecResult, error) {
 	req = req.WithDefaults()
 	if err := req.Validate(); err != nil {
@@ -32,23 +34,26 @@ func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecRes
 	defer cancel()
 
 	var stdout, stderr Output
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", req.Command)
+	newPID := canNewPID()
+	cmd := execInitCommand(ctx, req.Command, newPID)
 	cmd.Dir = req.Cwd
 	cmd.Env = commandEnv(baseEnv, req.Env)
+	if newPID {
+		cmd.Env = withInitEnv(cmd.Env)
+	}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if req.Stdin != "" {
 		cmd.Stdin = strings.NewReader(req.Stdin)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = pipeGrace
 
 	started := time.Now()
-	err := cmd.Run()
-	res := ExecResult{DurationMs: time.Since(started).Milliseconds()}
-	if cmd.ProcessState == nil {
+	if err := startWithoutCaps(cmd); err != nil {
 		return ExecResult{}, fmt.Errorf("agent: start sh: %w", err)
 	}
+	err := cmd.Wait()
+	res := ExecResult{DurationMs: time.Since(started).Milliseconds()}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) && !errors.Is(err, exec.ErrWaitDelay) {
 		return ExecResult{}, fmt.Errorf("agent: run: %w", err)

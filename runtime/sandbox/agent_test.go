@@ -36,7 +36,7 @@ func TestClosingTheConnectionKillsRunningCommands(t *testing.T) {
 	pidFile := t.TempDir() + "/pid"
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Exec(context.Background(), ExecRequest{Command: "echo $$ > " + pidFile + "; exec sleep 100", Cwd: "/"})
+		_, err := c.Exec(context.Background(), ExecRequest{Command: "read pid rest < /proc/self/stat; echo $pid > " + pidFile + "; exec sleep 100", Cwd: "/"})
 		done <- err
 	}()
 	var pid int

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,7 +184,8 @@ func TestHeldRetirementEndsWithTheOlderArchive(t *testing.T) {
 func TestDeadMachineKeepsItsWorkspace(t *testing.T) {
 	e := newEnv(t, nil)
 	e.exec("echo kept > notes.txt")
-	_, err := e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "kill -9 2"}) // the agent
+	e.driver.signalAgent(t, syscall.SIGKILL)
+	_, err := e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "true"})
 	if !errors.Is(err, sandbox.ErrMachineExited) {
 		t.Fatalf("error = %v, want ErrMachineExited", err)
 	}
@@ -195,14 +197,15 @@ func TestDeadMachineKeepsItsWorkspace(t *testing.T) {
 	}
 }
 
-// A command that stops the agent (it runs as the same uid) does not wedge
-// the sandbox: the exec fails at its timeout plus the slack, the machine is
+// An agent that stops answering (stopped from the host here: commands cannot
+// reach it from their own pid namespaces) does not wedge the sandbox: the exec fails at its timeout plus the slack, the machine is
 // given up with /workspace kept, and the next exec starts a fresh one.
 func TestStoppedAgentIsGivenUp(t *testing.T) {
 	defer sandbox.SetAnswerSlack(time.Second)()
 	e := newEnv(t, nil)
 	e.exec("echo kept > notes.txt")
-	_, err := e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "kill -STOP 2", TimeoutSecs: 1})
+	e.driver.signalAgent(t, syscall.SIGSTOP)
+	_, err := e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "true", TimeoutSecs: 1})
 	if !errors.Is(err, sandbox.ErrMachineExited) || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("error = %v, want the silent agent named", err)
 	}
@@ -214,10 +217,8 @@ func TestStoppedAgentIsGivenUp(t *testing.T) {
 	}
 	// Stopped again, then sent more stdin than a pipe holds: the write
 	// itself blocks, and the guard still gives the machine up.
-	e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "kill -STOP 2", TimeoutSecs: 1})
 	e.exec("true") // a fresh machine
-	go e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "kill -STOP 2; sleep 5", TimeoutSecs: 10})
-	time.Sleep(500 * time.Millisecond)
+	e.driver.signalAgent(t, syscall.SIGSTOP)
 	_, err = e.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "wc -c", Stdin: strings.Repeat("x", 1<<20), TimeoutSecs: 1})
 	if !errors.Is(err, sandbox.ErrMachineExited) {
 		t.Fatalf("a large stdin to a stopped agent: %v, want the machine given up", err)

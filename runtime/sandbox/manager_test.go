@@ -8,7 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +48,24 @@ func (d *countingDriver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.
 		d.mu.Unlock()
 	}
 	return m, err
+}
+
+// signalAgent signals the agent of the last machine started, from the host:
+// commands cannot reach it (each exec has its own pid namespace), but a
+// kernel's OOM killer or an operator can.
+func (d *countingDriver) signalAgent(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	d.mu.Lock()
+	m := d.machines[len(d.machines)-1].(*local.Machine)
+	d.mu.Unlock()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", m.HostPID(), m.HostPID()))
+	agent, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || agent == 0 {
+		t.Fatalf("no agent under the sandbox's PID 1: %q, %v", b, err)
+	}
+	if err := syscall.Kill(agent, sig); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (d *countingDriver) starts() int {

@@ -94,6 +94,10 @@ func bwrapArgs(fds *fdTable, releaseRoot, agent string, spec sandbox.Spec) ([]st
 	args := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns",
 		"--die-with-parent", "--new-session",
+		// Capabilities inside the sandbox's own user namespace only: the
+		// agent makes a pid namespace per exec (so an exec's processes end
+		// with it) and drops every capability for what it starts.
+		"--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",
 		"--uid", insideUID, "--gid", insideGID, "--hostname", hostname,
 		"--clearenv",
 		"--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

@@ -46,7 +46,7 @@ func TestInheritedDescriptorsStayOutsideTheSandbox(t *testing.T) {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 	listing, ok := strings.CutPrefix(string(out[strings.Index(string(out), "FDS:"):]), "FDS:")
-	if !ok || !strings.Contains(listing, "/proc/2/fd/0 pipe:") {
+	if !ok || !strings.Contains(listing, "/proc/1/fd/0 pipe:") {
 		t.Fatalf("the child did not list the sandbox's descriptors:\n%s", out)
 	}
 	if pipe := fmt.Sprintf("pipe:[%d]", st.Ino); strings.Contains(listing, pipe) {

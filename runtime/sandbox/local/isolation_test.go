@@ -129,11 +129,17 @@ func TestSandboxNeverRunsAsHostRoot(t *testing.T) {
 
 func TestStopKillsEveryProcess(t *testing.T) {
 	m := start(t, newDriver(t, Config{}), sandbox.Spec{})
-	run(t, m, "sleep 100 > /dev/null 2>&1 &")
+	go m.Exec(context.Background(), sandbox.ExecRequest{Command: "sleep 100 & sleep 100", TimeoutSecs: 300})
+	waitFor(t, func() bool {
+		n := 0
+		for _, line := range strings.Split(sandboxCommands(t, m), "\n") {
+			if line == "sleep 100" {
+				n++
+			}
+		}
+		return n == 2
+	})
 	pids := descendants(m.HostPID())
-	if !strings.Contains(sandboxCommands(t, m), "sleep 100") {
-		t.Fatal("the background sleep is not running")
-	}
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
