@@ -3,7 +3,7 @@ GO       ?= go
 BIN      := bin/subako
 export CGO_ENABLED := 0
 
-.PHONY: run build packages generate test test-postgres check deps bench clean
+.PHONY: run build packages generate test test-postgres check deps bench fuzz soak clean
 
 run: build
 	@command -v bwrap >/dev/null && command -v slirp4netns >/dev/null || { echo "installing bubblewrap and slirp4netns for sandboxes (apt-get)"; \
@@ -30,6 +30,24 @@ test: deps
 
 test-postgres:
 	SUBAKO_TEST_DATABASE_URL=$${SUBAKO_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable} $(MAKE) test
+
+# Every Go fuzz target in the tree, each for FUZZTIME (its seed corpus in
+# testdata/fuzz also runs in `make test`). A failure leaves its input in testdata/fuzz.
+FUZZTIME ?= 10s
+fuzz:
+	@mkdir -p build; set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' cmd handlers models runtime web); do \
+	  for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
+	    echo "fuzz: $$name (./$$(dirname $$f)) for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f) > build/fuzz.log 2>&1 || \
+	      { tail -40 build/fuzz.log; exit 1; }; \
+	  done; \
+	done
+
+# 20 clients of mixed calls against one server for SOAK, after which
+# goroutines, descriptors and heap must come back near their start.
+SOAK ?= 30s
+soak: deps
+	SUBAKO_SOAK=$(SOAK) $(GO) test -count=1 -timeout 20m -run '^TestSoak' -v ./web/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

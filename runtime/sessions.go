@@ -200,10 +200,16 @@ func (r *Runtime) SessionEnd(ctx context.Context, p Principal, id string) (Sessi
 			}
 			return r.refuseOpenCalls(tx, "session_id = ?", []any{id}, "the session ended")
 		})
+		if err != nil {
+			return err
+		}
 		s.State, s.EndedAt = SessionEnded, &now
 		out = sessionView(s, r.sessionVaults(ctx, id))
 		r.publish(Event{Kind: "session", ID: id, SessionID: id, State: SessionEnded})
-		return err
+		// Its upstream MCP sessions serve nobody now: end them rather than
+		// hold a connection each until the pool's idle timer.
+		r.mcp.Forget(mcpPoolKey(id, ""))
+		return nil
 	}, id)
 	return out, err
 }

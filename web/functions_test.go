@@ -25,13 +25,17 @@ import (
 
 // fnLogBuffer collects a server's log, safe for the goroutines writing to it.
 type fnLogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	limit int // when set, the buffer starts over past this many bytes
 }
 
 func (l *fnLogBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.limit > 0 && l.b.Len() > l.limit {
+		l.b.Reset()
+	}
 	return l.b.Write(p)
 }
 
