@@ -23,6 +23,8 @@ type SandboxOptions struct {
 	RetireAfter     time.Duration // default 5h
 	MaxArchiveBytes int64         // default 256 MiB
 	Limits          sandbox.Limits
+	// MaxRunning bounds the sandboxes running at once (0: no limit).
+	MaxRunning int
 }
 
 // sandboxSet is one runtime's sandboxes: the lifecycle Manager and what the
@@ -61,6 +63,7 @@ func (r *Runtime) StartSandboxes(ctx context.Context, o SandboxOptions) error {
 		Driver: &egressDriver{Driver: o.Driver, log: r.opts.Log}, Archives: o.Archives, Store: sandboxStore{r.db},
 		Clock: r.opts.Clock, Dir: o.Dir,
 		IdleTimeout: o.IdleTimeout, RetireAfter: o.RetireAfter, MaxArchiveBytes: o.MaxArchiveBytes, Limits: o.Limits,
+		MaxRunning: o.MaxRunning,
 		Skills: r.sandboxSkills, OnUsage: r.sandboxUsage, Logger: r.opts.Log,
 	})
 	if err != nil {

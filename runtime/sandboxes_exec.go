@@ -98,8 +98,9 @@ func decodeExec(input json.RawMessage) (sandbox.ExecRequest, error) {
 	return req, execError(req.Validate())
 }
 
-// execError names the input field of a sandbox.FieldError ("input.command")
-// and turns a missing bubblewrap into an instruction an operator can follow.
+// execError names the input field of a sandbox.FieldError ("input.command"),
+// makes a full server a capacity refusal (429 with Retry-After), and turns
+// a missing bubblewrap into an instruction an operator can follow.
 func execError(err error) error {
 	if err == nil {
 		return nil
@@ -111,6 +112,10 @@ func execError(err error) error {
 			detail += "; " + f.Field + ": " + f.Detail
 		}
 		return &Error{Kind: KindInvalid, Code: "invalid_input", Title: "Invalid input", Field: fields[0].Field, Detail: detail, Fields: fields}
+	}
+	var full *sandbox.CapacityError
+	if errors.As(err, &full) {
+		return overCapacity(full.Error(), full.RetryAfter)
 	}
 	var missing *exec.Error // bwrap or slirp4netns not found where looked for
 	if errors.As(err, &missing) {

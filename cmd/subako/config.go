@@ -22,8 +22,12 @@ type Config struct {
 	BaseURL            string
 	SandboxIdleTimeout time.Duration
 	SandboxRetireAfter time.Duration
-	ApprovalTimeout    time.Duration
-	LogLevel           string
+	// MaxSandboxes bounds the sandboxes running at once; SandboxDisk is the
+	// size of each one's /workspace (and so what it can write on disk).
+	MaxSandboxes    int
+	SandboxDisk     byteSize
+	ApprovalTimeout time.Duration
+	LogLevel        string
 	// EgressAllowPrivate lets MCP servers and function origins on loopback,
 	// private and link-local addresses be reached, for servers whose tools
 	// live on their own network. Off, a version cannot reach inside it.
@@ -42,6 +46,9 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of the console, for links (default http://ADDR)")
 	fs.DurationVar(&c.SandboxIdleTimeout, "sandbox-idle-timeout", 5*time.Minute, "idle time before a sandbox is suspended")
 	fs.DurationVar(&c.SandboxRetireAfter, "sandbox-retire-after", 5*time.Hour, "suspended time before a sandbox is retired")
+	fs.IntVar(&c.MaxSandboxes, "max-sandboxes", 20, "sandboxes running at once; an exec that would start one more is refused (429 capacity)")
+	c.SandboxDisk = 2 << 30
+	fs.Var(&c.SandboxDisk, "sandbox-disk", "size of each sandbox's /workspace (e.g. 2GiB); writing past it fails inside with ENOSPC")
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", 24*time.Hour, "time before a pending approval expires")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&c.EgressAllowPrivate, "egress-allow-private", false,
@@ -84,6 +91,12 @@ func (c *Config) validate() error {
 	}
 	if _, err := logLevel(c.LogLevel); err != nil {
 		return err
+	}
+	if c.MaxSandboxes < 1 {
+		return fmt.Errorf("--max-sandboxes must be 1 or more, not %d", c.MaxSandboxes)
+	}
+	if c.SandboxDisk < 64<<20 {
+		return fmt.Errorf("--sandbox-disk must be at least 64MiB, not %s", c.SandboxDisk.String())
 	}
 	return nil
 }

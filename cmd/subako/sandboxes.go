@@ -44,7 +44,8 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 	if err == nil {
 		err = rt.StartSandboxes(ctx, runtime.SandboxOptions{Driver: driver, Archives: archives,
 			Dir: filepath.Join(data, "sandboxes"), SkillsDir: filepath.Join(data, "sandbox-skills"),
-			IdleTimeout: c.SandboxIdleTimeout, RetireAfter: c.SandboxRetireAfter, Limits: sandboxLimits})
+			IdleTimeout: c.SandboxIdleTimeout, RetireAfter: c.SandboxRetireAfter, Limits: sandboxLimits,
+			MaxRunning: c.MaxSandboxes})
 	}
 	if err != nil {
 		log.Error("sandboxes are off: they could not start", "err", err)
@@ -67,7 +68,7 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 			}
 		}
 	}()
-	log.Info("sandboxes ready", "idle_timeout", c.SandboxIdleTimeout, "retire_after", c.SandboxRetireAfter)
+	log.Info("sandboxes ready", "idle_timeout", c.SandboxIdleTimeout, "retire_after", c.SandboxRetireAfter, "max_sandboxes", c.MaxSandboxes)
 	return func() {
 		// Archiving every running workspace can take a while; a kill after
 		// this leaves them to Recover at the next start, nothing lost.

@@ -34,7 +34,10 @@ type Config struct {
 	MaxArchiveBytes int64         // default 256 MiB
 	// MaxExpandedBytes bounds what a restore writes (default 8 GiB).
 	MaxExpandedBytes int64
-	Limits           Limits
+	// MaxRunning bounds the machines running at once (0: no limit): an
+	// exec that would start one more is refused with a *CapacityError.
+	MaxRunning int
+	Limits     Limits
 	// Skills returns a session's skills as name -> host folder.
 	Skills  func(ctx context.Context, sessionID string) (map[string]string, error)
 	OnUsage func(UsageEvent)
@@ -61,11 +64,13 @@ type Manager struct {
 	subsMu  sync.Mutex
 	subs    map[int]chan Record
 	nextSub int
+	slots   *slots
 }
 
 // box is one sandbox's in-memory state; its mutex serialises starts and
 // suspensions, not execs.
 type box struct {
+	id      string // rec.ID, readable without mu
 	mu      sync.Mutex
 	rec     Record
 	machine Machine
@@ -102,7 +107,12 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o711); err != nil {
 		return nil, fmt.Errorf("sandbox: create %s: %w", cfg.Dir, err)
 	}
-	return &Manager{cfg: cfg, boxes: map[string]*box{}, subs: map[int]chan Record{}}, nil
+	if cfg.MaxRunning < 0 {
+		return nil, fmt.Errorf("sandbox: max running %d: must be 0 (no limit) or more", cfg.MaxRunning)
+	}
+	sl := &slots{max: cfg.MaxRunning, running: map[string]bool{}}
+	cfg.Driver = slotDriver{Driver: cfg.Driver, slots: sl}
+	return &Manager{cfg: cfg, boxes: map[string]*box{}, subs: map[int]chan Record{}, slots: sl}, nil
 }
 
 func newID() string {
@@ -156,7 +166,12 @@ func (m *Manager) acquire(ctx context.Context, key Key) (*box, Machine, error) {
 			continue
 		}
 		if b.machine == nil {
+			if err := m.reserve(b); err != nil {
+				b.mu.Unlock()
+				return nil, nil, err
+			}
 			if err := m.startLocked(ctx, b, key); err != nil {
+				m.slots.give(b.id)
 				b.mu.Unlock()
 				return nil, nil, err
 			}
@@ -200,7 +215,7 @@ func (m *Manager) adopt(rec Record) *box {
 	if b, ok := m.boxes[k]; ok {
 		return b
 	}
-	b := &box{rec: rec}
+	b := &box{id: rec.ID, rec: rec}
 	m.boxes[k] = b
 	return b
 }
