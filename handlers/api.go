@@ -14,22 +14,15 @@ import (
 	"github.com/subako/subako/runtime"
 )
 
-// bindJSON decodes a request body strictly: an unknown field or a wrong type is
-// a 422 naming the field, never silently ignored.
+// bindJSON decodes a request body strictly (decodeStrict): an unknown or
+// repeated field, a wrong type, trailing data or text that cannot be stored
+// is a 422 naming the field, never silently ignored or mended.
 func bindJSON(c echo.Context, v any) error {
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		return &runtime.Error{Kind: runtime.KindInvalid, Code: "body_unreadable", Title: "Invalid body", Detail: err.Error()}
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		body = []byte("{}")
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonProblem(err)
-	}
-	return nil
+	return decodeStrict(body, v)
 }
 
 func jsonProblem(err error) error {

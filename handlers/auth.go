@@ -1,8 +1,11 @@
 package handlers
 
 import (
+	"net"
 	"net/http"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -18,9 +21,14 @@ func (h *Handlers) LoginPage(c echo.Context) error {
 // Login checks the password and starts a browser session.
 func (h *Handlers) Login(c echo.Context) error {
 	email, next := c.FormValue("email"), safeNext(c.FormValue("next"))
-	sid, _, err := h.RT.Login(ctx(c), email, c.FormValue("password"))
-	if e, ok := runtime.AsError(err); ok && e.Kind == runtime.KindUnauthenticated {
-		return render(c, http.StatusUnauthorized, pages.Login(pages.AuthForm{Email: email, Error: e.Detail, Next: next}))
+	sid, _, err := h.RT.Login(ctx(c), email, c.FormValue("password"), clientAddr(c))
+	if e, ok := runtime.AsError(err); ok && (e.Kind == runtime.KindUnauthenticated || e.Kind == runtime.KindTooMany) {
+		status := http.StatusUnauthorized
+		if e.Kind == runtime.KindTooMany {
+			status = http.StatusTooManyRequests
+			setRetryAfter(c, e.RetryAfter)
+		}
+		return render(c, status, pages.Login(pages.AuthForm{Email: email, Error: e.Detail, Next: next}))
 	}
 	if err != nil {
 		return err
@@ -47,12 +55,27 @@ func (h *Handlers) Logout(c echo.Context) error {
 	return redirect(c, "/login")
 }
 
-// safeNext keeps post-login redirects on this site.
+// safeNext keeps post-login redirects on this site: a path of this server,
+// never another host. Browsers drop tabs and newlines from URLs and read a
+// backslash as a slash, so "/\t/evil.com" or "/\\evil.com" would leave the site:
+// any control character or backslash sends the person home instead.
 func safeNext(n string) string {
-	if !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/\\") {
+	if !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || !utf8.ValidString(n) ||
+		strings.ContainsFunc(n, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
 		return "/"
 	}
 	return n
+}
+
+// clientAddr is the address the request came from, for throttling sign-ins.
+// It is the connection's own: forwarding headers are set by the client and
+// would let each attempt claim a new address.
+func clientAddr(c echo.Context) string {
+	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+	if err != nil {
+		return c.Request().RemoteAddr
+	}
+	return host
 }
 
 // AcceptPage shows the form behind a one-time link (owner setup or invitation).
@@ -87,7 +110,7 @@ func (h *Handlers) Accept(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sid, _, err := h.RT.Login(ctx(c), u.Email, in.Password)
+	sid, _, err := h.RT.Login(ctx(c), u.Email, in.Password, clientAddr(c))
 	if err != nil {
 		return err
 	}

@@ -76,8 +76,7 @@ func (h *Handlers) ErrorHandler(err error, c echo.Context) {
 	}
 	p := problemOf(err)
 	if e, ok := runtime.AsError(err); ok && e.RetryAfter > 0 {
-		// Whole seconds, rounded up: a client that waits exactly this long is let in.
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+		setRetryAfter(c, e.RetryAfter)
 	}
 	log := h.Log.With("method", c.Request().Method, "route", c.Path(), "status", p.Status)
 	if p.Status >= 500 {
@@ -87,7 +86,7 @@ func (h *Handlers) ErrorHandler(err error, c echo.Context) {
 	}
 	path := c.Request().URL.Path
 	switch {
-	case strings.HasPrefix(path, "/api/") || strings.HasPrefix(path, "/mcp/"):
+	case strings.HasPrefix(path, "/api/") || strings.HasPrefix(path, "/mcp/") || path == "/metrics":
 		c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 		_ = c.JSON(p.Status, p)
 	case p.Status == http.StatusUnauthorized && (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead):
@@ -119,4 +118,10 @@ func formError(err error) (*runtime.Error, bool) {
 		return nil, false
 	}
 	return e, true
+}
+
+// setRetryAfter says when to try again, in whole seconds rounded up: a
+// client that waits exactly this long is let in.
+func setRetryAfter(c echo.Context, d time.Duration) {
+	c.Response().Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
 }

@@ -26,9 +26,9 @@ func (h *Handlers) RequireUser(next echo.HandlerFunc) echo.HandlerFunc {
 // RequireBearer identifies an API caller by its bearer token.
 func (h *Handlers) RequireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		auth := c.Request().Header.Get(echo.HeaderAuthorization)
-		token, ok := strings.CutPrefix(auth, "Bearer ")
-		if !ok || strings.TrimSpace(token) == "" {
+		// The scheme is case-insensitive (RFC 9110 section 11.1): "bearer" is Bearer.
+		scheme, token, _ := strings.Cut(strings.TrimSpace(c.Request().Header.Get(echo.HeaderAuthorization)), " ")
+		if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="subako"`)
 			return runtime.ErrUnauthenticated
 		}

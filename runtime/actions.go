@@ -56,7 +56,7 @@ func (r *Runtime) finish(ctx context.Context, p Principal, verb string, a *act, 
 	switch e, ok := AsError(err); {
 	case err == nil:
 		r.record(ctx, p, verb, a, VerdictAllowed, "")
-	case ok && (e.Kind == KindForbidden || e.Kind == KindUnauthenticated):
+	case ok && (e.Kind == KindForbidden || e.Kind == KindUnauthenticated || e.Kind == KindTooMany):
 		r.record(ctx, p, verb, a, VerdictRefused, e.Error())
 	default:
 		r.record(ctx, p, verb, a, VerdictFailed, err.Error())
@@ -87,9 +87,10 @@ func (r *Runtime) record(ctx context.Context, p Principal, verb string, a *act, 
 }
 
 func truncate(s string, n int) string {
-	// Stored text must be UTF-8 (PostgreSQL refuses anything else), and
-	// errors quote what servers sent.
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	// Stored text must be UTF-8 without NUL (PostgreSQL refuses both), and
+	// errors quote what servers and callers sent: an Action is never lost
+	// to the text it records.
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 	if len(s) <= n {
 		return s
 	}

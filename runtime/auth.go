@@ -177,7 +177,9 @@ var errBadLogin = &Error{Kind: KindUnauthenticated, Code: "invalid_credentials",
 	Detail: "email or password is wrong"}
 
 // Login checks a password and opens a browser session, returning its id.
-func (r *Runtime) Login(ctx context.Context, email, password string) (string, UserView, error) {
+// addr is the client's address: failed attempts are throttled per account
+// and per address, and a throttled attempt is refused before any check.
+func (r *Runtime) Login(ctx context.Context, email, password, addr string) (string, UserView, error) {
 	var sid string
 	var out UserView
 	// The label is what the audit log shows for a failed sign-in: only a
@@ -186,29 +188,50 @@ func (r *Runtime) Login(ctx context.Context, email, password string) (string, Us
 	if e, err := checkEmail(email); err == nil {
 		label = e
 	}
+	acct, from := accountKey(email), addressKey(addr)
 	err := r.runOpen(ctx, Principal{Kind: PrincipalAnonymous, ID: "anonymous", Label: label}, "User.login", func(a *act) error {
-		var u models.User
-		err := r.db.WithContext(ctx).First(&u, "email = ?", strings.ToLower(strings.TrimSpace(email))).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			// Spend the same time as a real check so timing does not reveal who exists.
-			_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
-			return errBadLogin
+		if w := r.logins.wait(acct, r.now()); w > 0 {
+			return errThrottled("account", w)
+		}
+		if w := r.logins.wait(from, r.now()); w > 0 {
+			return errThrottled("address", w)
+		}
+		u, err := r.checkPassword(ctx, a, email, password)
+		if errors.Is(err, errBadLogin) {
+			r.logins.fail(acct, r.now())
+			r.logins.fail(from, r.now())
 		}
 		if err != nil {
 			return err
 		}
-		a.target(u.ID)
-		if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
-			return errBadLogin
-		}
-		// Only the hash is stored: the id in the cookie is a credential.
+		r.logins.forget(acct)
 		var hash string
+		// Only the hash is stored: the id in the cookie is a credential.
 		sid, hash = newSecret("ws")
 		ws := models.WebSession{ID: hash, UserID: u.ID, CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.WebSessionTTL)}
 		out = userView(u)
 		return r.db.WithContext(ctx).Create(&ws).Error
 	})
 	return sid, out, err
+}
+
+// checkPassword finds the account and checks its password.
+func (r *Runtime) checkPassword(ctx context.Context, a *act, email, password string) (models.User, error) {
+	var u models.User
+	err := r.db.WithContext(ctx).First(&u, "email = ?", strings.ToLower(strings.TrimSpace(email))).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		// Spend the same time as a real check so timing does not reveal who exists.
+		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
+		return u, errBadLogin
+	}
+	if err != nil {
+		return u, err
+	}
+	a.target(u.ID)
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		return u, errBadLogin
+	}
+	return u, nil
 }
 
 // Logout ends a browser session.

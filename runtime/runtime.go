@@ -55,6 +55,15 @@ type Options struct {
 	// link-local addresses be reached (--egress-allow-private); by default
 	// a version's URLs cannot lead into the server's own network.
 	AllowPrivateEgress bool
+	// MCPLimits bound what an MCP server may send: one answer's bytes, and
+	// the tools, descriptions and schemas discovery keeps.
+	MCPLimits mcpclient.Limits
+	// LoginThrottle bounds failed sign-ins per account and per address;
+	// zero fields take DefaultLoginThrottle's.
+	LoginThrottle LoginThrottle
+	// ReadyWriteTimeout bounds /readyz's write probe; past it the replica
+	// is not ready. Zero is DefaultReadyWriteTimeout.
+	ReadyWriteTimeout time.Duration
 }
 
 // Runtime holds what every verb needs.
@@ -68,6 +77,8 @@ type Runtime struct {
 	// Set by the wiring; nil on a server that runs no functions or sandboxes.
 	fnEngine   atomic.Pointer[fn.Engine]
 	sandboxSet atomic.Pointer[sandboxSet]
+	logins     *throttle
+	ready      readiness
 }
 
 // New builds a Runtime over an open, migrated database.
@@ -101,7 +112,7 @@ func New(db *models.DB, opts Options) *Runtime {
 	if opts.ClientTimeout == 0 {
 		opts.ClientTimeout = 5 * time.Minute
 	}
-	return &Runtime{db: db, opts: opts, mcp: mcpclient.NewPool(mcpclient.Options{Timeout: opts.MCPTimeout, AllowPrivate: opts.AllowPrivateEgress}), events: newHub()}
+	return &Runtime{db: db, opts: opts, logins: newThrottle(opts.LoginThrottle), mcp: mcpclient.NewPool(mcpclient.Options{Timeout: opts.MCPTimeout, AllowPrivate: opts.AllowPrivateEgress, Limits: opts.MCPLimits}), events: newHub()}
 }
 
 // Close stops what the runtime runs in the background.

@@ -202,3 +202,12 @@ func (r *Runtime) PrincipalForEmail(ctx context.Context, email string) (Principa
 	}
 	return UserPrincipal(u.ID, u.Email, u.Access), nil
 }
+
+// MetricsAllowed tells whether a bearer token may read /metrics: a person's
+// token at owner or admin access (the figures describe the whole server).
+// It is not an Action: a scraper reads every few seconds and would bury the
+// audit log.
+func (r *Runtime) MetricsAllowed(ctx context.Context, secret string) bool {
+	p, err := r.AuthenticateToken(ctx, secret)
+	return err == nil && (p.Access == AccessOwner || p.Access == AccessAdmin)
+}

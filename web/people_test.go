@@ -207,7 +207,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 		}
 	}
 	b.get("/login")
-	if _, body := b.get("/metrics"); !strings.Contains(body, `subako_http_requests_total{method="GET",route="/login",status="200"}`) {
+	if _, body := b.do(http.MethodGet, "/metrics", nil, bearer); !strings.Contains(body, `subako_http_requests_total{method="GET",route="/login",status="200"}`) {
 		t.Errorf("metrics do not count requests by route:\n%.2000s", body)
 	}
 	resp, _ := b.get("/login")

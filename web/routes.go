@@ -89,12 +89,10 @@ func APIVerbs() []APIRoute { return apiRoutes(&handlers.Handlers{}) }
 func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
-		sqlDB, err := rt.DB().DB.DB()
-		if err == nil {
-			err = sqlDB.PingContext(c.Request().Context())
-		}
-		if err != nil {
-			return c.String(http.StatusServiceUnavailable, "database unreachable\n")
+		// Not just a ping: a database that answers but cannot write (a full
+		// disk) would fail every verb and lose its Actions.
+		if err := rt.Ready(c.Request().Context()); err != nil {
+			return c.String(http.StatusServiceUnavailable, "database cannot write\n")
 		}
 		return c.String(http.StatusOK, "ready\n")
 	})

@@ -28,6 +28,15 @@ type Config struct {
 	// CookieHashKey and CookieBlockKey sign and encrypt the session cookie.
 	CookieHashKey, CookieBlockKey []byte
 	Log                           *slog.Logger
+	// AllowedHosts are host names besides the base URL's that requests may
+	// be addressed to (--allowed-hosts); any other Host is refused.
+	AllowedHosts []string
+	// MetricsToken, when set, lets a scraper read /metrics with it as a
+	// bearer token; owners' and admins' API tokens always may.
+	MetricsToken string
+	// MetricsElsewhere leaves /metrics off this server: NewWithMetrics's
+	// handler is served on its own address (--metrics-addr).
+	MetricsElsewhere bool
 }
 
 // contentSecurityPolicy forbids inline scripts and any origin but our own.
@@ -36,6 +45,13 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 
 // New builds the server over a runtime.
 func New(rt *runtime.Runtime, cfg Config) *echo.Echo {
+	e, _ := NewWithMetrics(rt, cfg)
+	return e
+}
+
+// NewWithMetrics builds the server and returns the /metrics handler too, for
+// serving it on an address of its own.
+func NewWithMetrics(rt *runtime.Runtime, cfg Config) (*echo.Echo, http.Handler) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -47,11 +63,14 @@ func New(rt *runtime.Runtime, cfg Config) *echo.Echo {
 	e.HTTPErrorHandler = h.ErrorHandler
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	e.Pre(headAsGet)
-	e.Use(headAgain, middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, crossOrigin(), bodyLimits())
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	e.Pre(checkHost(cfg.BaseURL, cfg.AllowedHosts), headAsGet)
+	e.Use(headAgain, middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, crossOrigin(), bodyLimits(), h.CheckInput)
+	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	if !cfg.MetricsElsewhere {
+		e.GET("/metrics", metricsAuth(rt, cfg.MetricsToken, metricsHandler))
+	}
 	routes(e, h, rt)
-	return e
+	return e, metricsHandler
 }
 
 // headAsGet routes HEAD as GET, for uptime checks and link checkers: echo

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/vault"
 )
 
@@ -32,6 +33,14 @@ type Config struct {
 	// private and link-local addresses be reached, for servers whose tools
 	// live on their own network. Off, a version cannot reach inside it.
 	EgressAllowPrivate bool
+	// AllowedHosts are the host names besides the base URL's that requests
+	// may be addressed to, against DNS rebinding.
+	AllowedHosts string
+	// MetricsToken lets a scraper read /metrics; MetricsAddr serves /metrics
+	// on its own address instead of the console's.
+	MetricsToken, MetricsAddr string
+	// LoginThrottle bounds failed sign-ins per account and per address.
+	LoginThrottle runtime.LoginThrottle
 }
 
 // bindDB registers the flags every database-touching command shares.
@@ -53,6 +62,15 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&c.EgressAllowPrivate, "egress-allow-private", false,
 		"let MCP servers and function origins reach loopback, private and link-local addresses (cloud metadata included)")
+	fs.StringVar(&c.AllowedHosts, "allowed-hosts", "",
+		"comma-separated host names requests may be addressed to besides the base URL's (loopback names always may)")
+	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token that may read /metrics (owners' and admins' API tokens always may)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address (host:port), without a token, instead of on --addr")
+	d := runtime.DefaultLoginThrottle
+	fs.IntVar(&c.LoginThrottle.PerAccount, "login-attempts-per-account", d.PerAccount, "failed sign-ins allowed per account in --login-throttle-window")
+	fs.IntVar(&c.LoginThrottle.PerAddress, "login-attempts-per-address", d.PerAddress, "failed sign-ins allowed per client address in --login-throttle-window")
+	fs.DurationVar(&c.LoginThrottle.Window, "login-throttle-window", d.Window, "window of the sign-in limits")
+	fs.IntVar(&c.LoginThrottle.MaxKeys, "login-throttle-keys", d.MaxKeys, "accounts and addresses the sign-in throttle remembers at once (in memory, per replica)")
 }
 
 // parseFlags applies environment fallbacks for flags not given on the command line.
@@ -98,7 +116,27 @@ func (c *Config) validate() error {
 	if c.SandboxDisk < 64<<20 {
 		return fmt.Errorf("--sandbox-disk must be at least 64MiB, not %s", c.SandboxDisk.String())
 	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr %q: must be host:port", c.MetricsAddr)
+		}
+	}
+	lt := c.LoginThrottle
+	if lt.PerAccount <= 0 || lt.PerAddress <= 0 || lt.Window <= 0 || lt.MaxKeys <= 0 {
+		return fmt.Errorf("--login-attempts-per-account, --login-attempts-per-address, --login-throttle-window and --login-throttle-keys must be positive")
+	}
 	return nil
+}
+
+// allowedHosts splits --allowed-hosts.
+func (c *Config) allowedHosts() []string {
+	var out []string
+	for _, h := range strings.Split(c.AllowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func logLevel(s string) (slog.Level, error) {

@@ -61,13 +61,22 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ApprovalTimeout: c.ApprovalTimeout, AllowPrivateEgress: c.EgressAllowPrivate})
+	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ApprovalTimeout: c.ApprovalTimeout, AllowPrivateEgress: c.EgressAllowPrivate,
+		LoginThrottle: c.LoginThrottle})
 	defer rt.Close()
 	if err := wireFunctions(context.Background(), rt, c.Data, c.EgressAllowPrivate, log); err != nil {
 		return err
 	}
-	srv := web.New(rt, web.Config{BaseURL: c.BaseURL, Log: log,
-		CookieHashKey: keys.Derive("cookie hash", 32), CookieBlockKey: keys.Derive("cookie block", 32)})
+	srv, metricsHandler := web.NewWithMetrics(rt, web.Config{BaseURL: c.BaseURL, Log: log,
+		CookieHashKey: keys.Derive("cookie hash", 32), CookieBlockKey: keys.Derive("cookie block", 32),
+		AllowedHosts: c.allowedHosts(), MetricsToken: c.MetricsToken, MetricsElsewhere: c.MetricsAddr != ""})
+	if c.MetricsAddr != "" {
+		stopMetrics, err := serveMetrics(c.MetricsAddr, metricsHandler, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -122,4 +131,23 @@ func migrate(args []string) error {
 	}
 	fmt.Printf("applied %d migration(s) on %s\n", len(ran), db.Dialect)
 	return nil
+}
+
+// serveMetrics serves /metrics alone on its own address, for a scraper on a
+// private network: whoever reaches that address may read the figures.
+func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on --metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	log.Info("metrics serving", "addr", addr)
+	return func() { _ = hs.Close() }, nil
 }

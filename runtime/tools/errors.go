@@ -47,6 +47,7 @@ func (e *ValidationError) Error() string {
 var titles = map[string]string{
 	"invalid_json":         "Config is not valid JSON",
 	"config_too_large":     "Config is too large",
+	"invalid_text":         "Text that cannot be stored",
 	"invalid_type":         "Wrong type",
 	"unknown_field":        "Unknown field",
 	"duplicate_field":      "Field given twice",

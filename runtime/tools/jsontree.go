@@ -16,13 +16,15 @@ type node struct {
 	off    int64 // byte offset where the value starts: the sort key of its errors
 	end    int64 // byte offset just past the value
 	str    string
+	bad    string   // why a string is not storable text (BadJSONText), or ""
 	fields []member // objects, in document order
 	items  []*node  // arrays
 }
 
 type member struct {
-	key string
-	val *node
+	key    string
+	badKey string // why the key is not storable text, or ""
+	val    *node
 }
 
 type nodeKind int
@@ -45,7 +47,7 @@ func (k nodeKind) typeName() string {
 func parseTree(data []byte) (*node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	root, err := readValue(dec)
+	root, err := readValue(dec, data)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +60,9 @@ func parseTree(data []byte) (*node, error) {
 	return root, nil
 }
 
-func readValue(dec *json.Decoder) (*node, error) {
+// readValue reads the next value; data is the whole document, so a string
+// can be checked against the bytes it was read from.
+func readValue(dec *json.Decoder, data []byte) (*node, error) {
 	off := dec.InputOffset()
 	tok, err := dec.Token()
 	if err != nil {
@@ -68,12 +72,13 @@ func readValue(dec *json.Decoder) (*node, error) {
 	switch t := tok.(type) {
 	case json.Delim:
 		if t == '{' {
-			err = readObject(dec, n)
+			err = readObject(dec, n, data)
 		} else {
-			err = readArray(dec, n)
+			err = readArray(dec, n, data)
 		}
 	case string:
 		n.kind, n.str = stringNode, t
+		n.bad = BadJSONText(data[off:dec.InputOffset()], t)
 	case json.Number:
 		n.kind, n.str = numberNode, t.String()
 	case bool:
@@ -85,27 +90,30 @@ func readValue(dec *json.Decoder) (*node, error) {
 	return n, err
 }
 
-func readObject(dec *json.Decoder, n *node) error {
+func readObject(dec *json.Decoder, n *node, data []byte) error {
 	n.kind = objectNode
 	for dec.More() {
+		off := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
 			return err
 		}
-		val, err := readValue(dec)
+		key := tok.(string)
+		bad := BadJSONText(data[off:dec.InputOffset()], key)
+		val, err := readValue(dec, data)
 		if err != nil {
 			return err
 		}
-		n.fields = append(n.fields, member{key: tok.(string), val: val})
+		n.fields = append(n.fields, member{key: key, badKey: bad, val: val})
 	}
 	_, err := dec.Token() // '}'
 	return err
 }
 
-func readArray(dec *json.Decoder, n *node) error {
+func readArray(dec *json.Decoder, n *node, data []byte) error {
 	n.kind = arrayNode
 	for dec.More() {
-		val, err := readValue(dec)
+		val, err := readValue(dec, data)
 		if err != nil {
 			return err
 		}
@@ -139,4 +147,27 @@ func syntaxDetail(data []byte, err error) string {
 	line := 1 + bytes.Count(data[:off], []byte("\n"))
 	col := off - int64(bytes.LastIndexByte(data[:off], '\n'))
 	return fmt.Sprintf("config is not valid JSON at line %d, column %d (byte %d): %s", line, col, off, why)
+}
+
+// text reports every string, key or value, that cannot be stored as text,
+// with its path: such a config is refused, not silently mended.
+func (v *validator) text(path string, n *node) {
+	switch n.kind {
+	case stringNode:
+		if n.bad != "" {
+			v.add(n.off, fieldError(path, "invalid_text", lastSegment(path)+" "+n.bad))
+		}
+	case objectNode:
+		for _, m := range n.fields {
+			field := joinPath(path, m.key)
+			if m.badKey != "" {
+				v.add(m.val.off, fieldError(field, "invalid_text", "the key "+quoteShort(m.key)+" "+m.badKey))
+			}
+			v.text(field, m.val)
+		}
+	case arrayNode:
+		for i, item := range n.items {
+			v.text(indexPath(path, i), item)
+		}
+	}
 }

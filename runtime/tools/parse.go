@@ -28,6 +28,7 @@ func Parse(data []byte, cat Catalog) (Config, error) {
 			fieldError("", "invalid_json", syntaxDetail(data, err))}}
 	}
 	v := &validator{cat: cat}
+	v.text("", root)
 	cfg := v.config(root)
 	if len(v.errs) > 0 {
 		// Stable: errors at one offset keep the order the checks ran in.

@@ -229,3 +229,31 @@ func TestParseLimit(t *testing.T) {
 		t.Errorf("got %v, want config_too_large %q", got, want)
 	}
 }
+
+// Text that cannot be stored (NUL, invalid UTF-8, a lone surrogate) is
+// refused with its path, never mended into U+FFFD; a U+FFFD that was sent
+// is kept.
+func TestParseRefusesBrokenText(t *testing.T) {
+	for _, c := range []struct{ name, doc, field string }{
+		{"NUL in a tool rule", `{"mcp_servers":[{"name":"a","url":"https://x.example","default_policy":"ask","tool_rules":{"t\u0000":"allow"}}]}`, `mcp_servers[0].tool_rules["t\x00"]`},
+		{"invalid UTF-8 in a URL", "{\"mcp_servers\":[{\"name\":\"a\",\"url\":\"https://x.example/\xff\",\"default_policy\":\"ask\"}]}", "mcp_servers[0].url"},
+		{"lone surrogate", `{"mcp_servers":[{"name":"a","url":"https://x.example/\ud800","default_policy":"ask"}]}`, "mcp_servers[0].url"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.doc), cat)
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("accepted: %v", err)
+			}
+			for _, fe := range ve.Errors {
+				if fe.Code == "invalid_text" && fe.Field == c.field {
+					return
+				}
+			}
+			t.Fatalf("no invalid_text at %s: %+v", c.field, ve.Errors)
+		})
+	}
+	if _, err := Parse([]byte(`{"mcp_servers":[{"name":"a","url":"https://x.example/\ufffd","default_policy":"ask"}]}`), cat); err != nil {
+		t.Fatalf("a U+FFFD that was sent is refused: %v", err)
+	}
+}
