@@ -148,7 +148,7 @@ func (g *gate) grantLocked() {
 // refusal says what is full, for the caller and the call's record.
 func (g *gate) refusal(memMB int, why string) *CapacityError {
 	return &CapacityError{RetryAfter: g.limits.Wait, Detail: fmt.Sprintf(
-		"%s: %d of %d instances are running and %d of %d MiB of function memory is reserved; this call needs %d MiB (--max-function-instances, --function-memory-mb)",
+		"%s: %d of %d instances are running and %d of %d MiB of function memory is reserved; this call needs %d MiB (--max-function-instances, --function-memory)",
 		why, g.running, g.limits.MaxInstances, g.reserved, g.limits.MemoryMB, memMB)}
 }
 

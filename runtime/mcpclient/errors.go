@@ -24,6 +24,8 @@ var (
 	ErrServer            = errors.New("server answered with an error")
 	ErrUnknownTool       = errors.New("unknown tool")
 	ErrProtocol          = errors.New("mcp exchange failed")
+	// ErrTooLarge: one answer of the server passed Options.MaxResponseBytes.
+	ErrTooLarge = errors.New("answer too large")
 	// ErrEgressRefused: the server's address is private or loopback and the
 	// pool does not allow private egress. The *Error also matches
 	// egress.ErrRefused.
@@ -63,6 +65,13 @@ type unknownToolError struct{ tool string }
 
 func (e *unknownToolError) Error() string { return fmt.Sprintf("no tool %q", e.tool) }
 
+// tooLargeError is an answer cut at the pool's limit.
+type tooLargeError struct{ limit int64 }
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("answer larger than %d bytes", e.limit)
+}
+
 // timeoutError marks a deadline this package set, as opposed to the caller's.
 type timeoutError struct{ after time.Duration }
 
@@ -82,8 +91,12 @@ func explain(rawURL string, hasCredential bool, err error) error {
 		dns      *net.DNSError
 		netErr   *net.OpError
 		refused  *egress.RefusedError
+		tooLarge *tooLargeError
 	)
 	switch {
+	case errors.As(err, &tooLarge):
+		e.Kind, e.Detail = ErrTooLarge, fmt.Sprintf("sent an answer larger than %d bytes (%s), the most read from one answer (--mcp-max-response-bytes); it was dropped unread past that",
+			tooLarge.limit, sizeWords(tooLarge.limit))
 	case errors.As(err, &refused):
 		e.Kind, e.Detail = ErrEgressRefused, "is not reachable: "+refused.Error()
 	case errors.As(err, &status) && !hasCredential:
@@ -144,4 +157,15 @@ func scrub(detail, rawURL string) string {
 		}
 	}
 	return detail
+}
+
+// sizeWords says a byte count the way the docs give limits: 4 MiB, 8 KiB.
+func sizeWords(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

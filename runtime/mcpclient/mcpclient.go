@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,40 +33,100 @@ type Result struct {
 	IsError    bool            // the tool itself reported failure
 }
 
-// Discover lists every tool of the server at url, following tools/list
-// pages, over the cached session for (url, sessionKey).
-func (p *Pool) Discover(ctx context.Context, url, sessionKey string, attach func(*http.Request)) ([]Tool, error) {
-	var tools []Tool
-	err := p.do(ctx, url, sessionKey, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
-		tools = tools[:0]
-		return listAll(ctx, cs, &tools)
-	})
-	return tools, err
+// Skipped is a tool the server listed that discovery did not keep, and why.
+type Skipped struct {
+	Name   string // as listed, cut to maxNameShown bytes
+	Reason string
 }
 
-func listAll(ctx context.Context, cs *mcp.ClientSession, tools *[]Tool) error {
+// Discovery is what tools/list answered, within the pool's limits.
+type Discovery struct {
+	Tools   []Tool
+	Skipped []Skipped
+	// Unlisted counts the tools listed past Options.MaxTools: nothing of
+	// them is kept, not even their names.
+	Unlisted int
+}
+
+// maxNameShown cuts the name of a skipped tool: a name is the server's to
+// choose, and a skipped one is only shown to say what was left out.
+const maxNameShown = 128
+
+// Discover lists every tool of the server at url, following tools/list
+// pages, over the cached session for (url, sessionKey).
+func (p *Pool) Discover(ctx context.Context, url, sessionKey string, attach func(*http.Request)) (Discovery, error) {
+	var d Discovery
+	err := p.do(ctx, url, sessionKey, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
+		d = Discovery{}
+		return p.listAll(ctx, cs, &d)
+	})
+	return d, err
+}
+
+func (p *Pool) listAll(ctx context.Context, cs *mcp.ClientSession, d *Discovery) error {
 	cursor := ""
+	var kept int64 // bytes of names, descriptions and schemas kept
 	for range maxPages {
 		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
 			return err
 		}
 		for _, t := range res.Tools {
-			schema, err := json.Marshal(t.InputSchema)
-			if err != nil {
-				return fmt.Errorf("tool %q input schema: %w", t.Name, err)
+			if len(d.Tools)+len(d.Skipped) >= p.opts.MaxTools {
+				d.Unlisted++
+				continue
 			}
-			*tools = append(*tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+			tool, why := p.keep(t, kept)
+			if why != "" {
+				d.Skipped = append(d.Skipped, Skipped{Name: cut(t.Name, maxNameShown), Reason: why})
+				continue
+			}
+			kept += int64(len(tool.Name) + len(tool.Description) + len(tool.InputSchema))
+			d.Tools = append(d.Tools, tool)
 		}
 		if res.NextCursor == "" {
 			return nil
 		}
 		if res.NextCursor == cursor {
-			return fmt.Errorf("tools/list returned the cursor %q it was given", cursor)
+			return fmt.Errorf("tools/list returned the cursor %q it was given", cut(cursor, maxNameShown))
 		}
 		cursor = res.NextCursor
 	}
 	return fmt.Errorf("tools/list went on for more than %d pages", maxPages)
+}
+
+// keep checks one listed tool against the discovery limits; kept is what
+// the tools before it already hold.
+func (p *Pool) keep(t *mcp.Tool, kept int64) (Tool, string) {
+	o := p.opts
+	if n := len(t.Description); n > o.MaxDescriptionBytes {
+		return Tool{}, fmt.Sprintf("its description is %d bytes; the limit is %s (--mcp-max-description-bytes)", n, sizeWords(int64(o.MaxDescriptionBytes)))
+	}
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return Tool{}, fmt.Sprintf("its input schema could not be read: %v", err)
+	}
+	if n := len(schema); n > o.MaxSchemaBytes {
+		return Tool{}, fmt.Sprintf("its input schema is %d bytes; the limit is %s (--mcp-max-schema-bytes)", n, sizeWords(int64(o.MaxSchemaBytes)))
+	}
+	tool := Tool{Name: t.Name, Description: t.Description, InputSchema: schema}
+	if kept+int64(len(t.Name)+len(t.Description)+len(schema)) > o.MaxResponseBytes {
+		return Tool{}, fmt.Sprintf("the tools listed before it already fill the %s a tool list may hold (--mcp-max-response-bytes)", sizeWords(o.MaxResponseBytes))
+	}
+	return tool, ""
+}
+
+// cut shortens s to at most n bytes without splitting a character, marking
+// that it was cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // Call calls tool with args (a JSON object, or empty for none) over the
@@ -79,7 +140,7 @@ func (p *Pool) Call(ctx context.Context, url, sessionKey string, attach func(*ht
 	var res *mcp.CallToolResult
 	err = p.do(ctx, url, sessionKey, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
 		res, err = cs.CallTool(ctx, params)
-		return checkUnknown(ctx, cs, tool, res, err)
+		return p.checkUnknown(ctx, cs, tool, res, err)
 	})
 	if err != nil {
 		return Result{}, err
@@ -108,17 +169,22 @@ func callParams(tool string, args json.RawMessage) (*mcp.CallToolParams, error) 
 // an unknownToolError. Servers report an unknown tool differently (the
 // TypeScript SDK as an isError result, the Go SDK as a JSON-RPC error), so
 // the list decides; it is fetched only when a call failed.
-func checkUnknown(ctx context.Context, cs *mcp.ClientSession, tool string, res *mcp.CallToolResult, err error) error {
+func (p *Pool) checkUnknown(ctx context.Context, cs *mcp.ClientSession, tool string, res *mcp.CallToolResult, err error) error {
 	var rpc *jsonrpc.Error
 	failed := (err == nil && res.IsError) || (errors.As(err, &rpc) && rpc.Code != codeRejected)
 	if !failed {
 		return err
 	}
-	var tools []Tool
-	if listAll(ctx, cs, &tools) != nil {
-		return err
+	var d Discovery
+	if p.listAll(ctx, cs, &d) != nil || d.Unlisted > 0 {
+		return err // a list cut short cannot say a tool is missing
 	}
-	for _, t := range tools {
+	for _, t := range d.Tools {
+		if t.Name == tool {
+			return err
+		}
+	}
+	for _, t := range d.Skipped {
 		if t.Name == tool {
 			return err
 		}
@@ -172,6 +238,10 @@ func (p *Pool) do(ctx context.Context, url, sessionKey string, attach func(*http
 		err = op(opCtx, e.cs)
 		if err != nil && opCtx.Err() != nil && ctx.Err() == nil {
 			err = context.Cause(opCtx)
+		}
+		if err != nil && e.overLimit.Load() {
+			// Whatever the SDK made of the cut body, the cause is its size.
+			err = &tooLargeError{limit: p.opts.MaxResponseBytes}
 		}
 		cancel()
 		// An unknown tool is an answer from a working session: keep it.

@@ -19,6 +19,18 @@ import (
 const (
 	DefaultTimeout     = 30 * time.Second
 	DefaultIdleTimeout = 2 * time.Minute
+	// A tool's answer is recorded cut at 1 MiB anyway; 4 MiB leaves room for
+	// JSON escaping and structured content beside the text, and holds a
+	// server that streams without end to a few MiB of memory per call.
+	DefaultMaxResponseBytes = 4 << 20
+	// Clients choke on far fewer tools than this (model APIs take a few
+	// hundred at most); it bounds what one server can make the server keep.
+	DefaultMaxTools = 1000
+	// A description is meant for a model's context: 8 KiB is pages of text.
+	DefaultMaxDescriptionBytes = 8 << 10
+	// The largest schemas of real servers (nested GitHub and cloud APIs)
+	// are a few KiB; 64 KiB is generous and still bounds a list.
+	DefaultMaxSchemaBytes = 64 << 10
 )
 
 // ErrClosed is returned by a Pool after Close.
@@ -40,6 +52,49 @@ type Options struct {
 	// link-local addresses (--egress-allow-private). It has no effect on a
 	// Transport given here.
 	AllowPrivate bool
+	// Limits bound what a server may send.
+	Limits
+}
+
+// Limits bound what a server may send. Zero fields take the defaults above.
+type Limits struct {
+	// MaxResponseBytes bounds the bytes read from one HTTP response, so one
+	// answer (a tools/call result, a tools/list page, an SSE stream) cannot
+	// fill the server's memory; past it the exchange fails with ErrTooLarge.
+	// Zero means DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+	// MaxTools, MaxDescriptionBytes and MaxSchemaBytes bound discovery: tools
+	// past MaxTools are counted and dropped, a tool whose description or
+	// input schema is larger than its limit is skipped with the reason, and
+	// so is every tool once those kept fill MaxResponseBytes.
+	MaxTools            int
+	MaxDescriptionBytes int
+	MaxSchemaBytes      int
+}
+
+func (o Options) orDefault() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.Transport == nil {
+		o.Transport = egress.Transport(o.AllowPrivate)
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.MaxTools <= 0 {
+		o.MaxTools = DefaultMaxTools
+	}
+	if o.MaxDescriptionBytes <= 0 {
+		o.MaxDescriptionBytes = DefaultMaxDescriptionBytes
+	}
+	if o.MaxSchemaBytes <= 0 {
+		o.MaxSchemaBytes = DefaultMaxSchemaBytes
+	}
+	return o
 }
 
 // Pool keeps initialized MCP client sessions keyed by (server URL, key). It
@@ -68,6 +123,10 @@ type entry struct {
 	cs     *mcp.ClientSession
 	err    error
 	attach atomic.Pointer[attachFunc]
+	// overLimit is set once a response of this session passed
+	// MaxResponseBytes: the session is dropped, and its transport refuses
+	// every later request (an SSE resume would start another answer).
+	overLimit atomic.Bool
 
 	// Guarded by Pool.mu.
 	users   int
@@ -78,15 +137,7 @@ type entry struct {
 
 // NewPool returns an empty pool.
 func NewPool(opts Options) *Pool {
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = DefaultIdleTimeout
-	}
-	if opts.Transport == nil {
-		opts.Transport = egress.Transport(opts.AllowPrivate)
-	}
+	opts = opts.orDefault()
 	client := mcp.NewClient(&mcp.Implementation{Name: "subako", Version: "1"},
 		// Subako answers no server-initiated requests: advertise nothing.
 		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
@@ -145,14 +196,20 @@ func (p *Pool) connect(ctx context.Context, e *entry) {
 	defer cancel()
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   e.key.url,
-		HTTPClient: newHTTPClient(p.opts.Transport, endpoint, &e.attach),
+		HTTPClient: newHTTPClient(p.opts.Transport, endpoint, &e.attach, &bodyLimit{max: p.opts.MaxResponseBytes, over: &e.overLimit}),
 		// Server-initiated messages are not used; a standing GET per cached
 		// session would only hold a connection open.
 		DisableStandaloneSSE: true,
+		// The body limit cuts first and says so; the SDK's own cut on one
+		// event is only a second line.
+		MaxEventSize: int(p.opts.MaxResponseBytes) + 64<<10,
 	}
 	e.cs, e.err = p.client.Connect(ctx, transport, nil)
 	if e.err != nil && ctx.Err() != nil {
 		e.err = context.Cause(ctx)
+	}
+	if e.err != nil && e.overLimit.Load() {
+		e.err = &tooLargeError{limit: p.opts.MaxResponseBytes}
 	}
 }
 

@@ -34,7 +34,8 @@ func newPool(t *testing.T, opts mcpclient.Options) *mcpclient.Pool {
 func discoverOnce(url string, attach func(*http.Request)) ([]mcpclient.Tool, error) {
 	p := mcpclient.NewPool(local)
 	defer p.Close()
-	return p.Discover(context.Background(), url, "", attach)
+	d, err := p.Discover(context.Background(), url, "", attach)
+	return d.Tools, err
 }
 
 func callOnce(ctx context.Context, url string, attach func(*http.Request), tool string, args json.RawMessage) (mcpclient.Result, error) {

@@ -19,6 +19,7 @@ type attachTransport struct {
 	base   http.RoundTripper
 	origin string
 	attach *atomic.Pointer[attachFunc]
+	limit  *bodyLimit
 }
 
 func (t *attachTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -26,6 +27,9 @@ func (t *attachTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// CheckRedirect already stops this; refusing here too means no future
 		// SDK change can send the credential elsewhere.
 		return nil, &redirectError{to: redact(req.URL.String())}
+	}
+	if t.limit.over.Load() {
+		return nil, t.limit.err()
 	}
 	out := req.Clone(req.Context())
 	if f := t.attach.Load(); f != nil && *f != nil {
@@ -41,16 +45,55 @@ func (t *attachTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, &statusError{code: resp.StatusCode}
 	}
+	resp.Body = &limitedBody{body: resp.Body, left: t.limit.max, limit: t.limit}
 	return resp, nil
 }
+
+// bodyLimit is the most bytes read from one response of a session, and the
+// flag that records that a response went past it.
+type bodyLimit struct {
+	max  int64
+	over *atomic.Bool
+}
+
+func (l *bodyLimit) err() error { return &tooLargeError{limit: l.max} }
+
+// limitedBody reads at most the limit from a response and then fails, so
+// the SDK's reader (io.ReadAll for JSON, a line scanner for SSE) never holds
+// more than that, however much the server sends.
+type limitedBody struct {
+	body  io.ReadCloser
+	left  int64
+	limit *bodyLimit
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the limit from a longer one.
+		var one [1]byte
+		if n, err := b.body.Read(one[:]); n == 0 && err != nil {
+			return 0, err
+		}
+		b.limit.over.Store(true)
+		return 0, b.limit.err()
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.body.Close() }
 
 // newHTTPClient builds the client one session uses. It has no overall
 // timeout: a tool call's response can stream for as long as its context
 // allows.
-func newHTTPClient(base http.RoundTripper, endpoint *url.URL, attach *atomic.Pointer[attachFunc]) *http.Client {
+func newHTTPClient(base http.RoundTripper, endpoint *url.URL, attach *atomic.Pointer[attachFunc], limit *bodyLimit) *http.Client {
 	o := origin(endpoint)
 	return &http.Client{
-		Transport: &attachTransport{base: base, origin: o, attach: attach},
+		Transport: &attachTransport{base: base, origin: o, attach: attach, limit: limit},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if origin(req.URL) != o {
 				return &redirectError{to: redact(req.URL.String())}
