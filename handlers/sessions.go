@@ -177,14 +177,17 @@ func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages
 		}
 		d.Vaults = append(d.Vaults, pages.Option{Value: id, Label: name})
 	}
-	ts, failed, err := h.RT.SessionToolsReport(ctx(c), p, id, refresh)
+	rep, err := h.RT.SessionToolsReport(ctx(c), p, id, refresh)
 	if err != nil {
 		return d, err
 	}
-	for _, f := range failed {
+	for _, f := range rep.Problems {
 		d.Undiscovered = append(d.Undiscovered, pages.Option{Value: f.Grant, Label: f.Error})
 	}
-	d.Tools, d.Clients = offeredTools(ts)
+	for _, s := range rep.Skipped {
+		d.Skipped = append(d.Skipped, pages.SkippedTool{Grant: s.Grant, Name: s.Name, Reason: s.Reason})
+	}
+	d.Tools, d.Clients = offeredTools(rep.Tools)
 	d.Try = pages.SessionTry{SessionID: id, Tools: d.Tools, CanTry: p.Can("ToolCall.create") && s.State == runtime.SessionActive}
 	return d, nil
 }
@@ -334,13 +337,13 @@ func (h *Handlers) TryTool(c echo.Context) error {
 // RefreshSessionTools re-discovers the session's MCP servers' tools.
 func (h *Handlers) RefreshSessionTools(c echo.Context) error {
 	id := c.Param("session")
-	ts, failed, err := h.RT.SessionToolsReport(ctx(c), principal(c), id, true)
+	rep, err := h.RT.SessionToolsReport(ctx(c), principal(c), id, true)
 	if err != nil {
 		return h.flashError(c, err, "/sessions/"+id)
 	}
-	kind, msg := "ok", fmt.Sprintf("Discovery refreshed: the session offers %d tools.", len(ts))
-	if len(failed) > 0 {
-		kind, msg = "error", fmt.Sprintf("Discovery refreshed: the session offers %d tools; %d MCP servers could not list theirs (see Offered tools).", len(ts), len(failed))
+	kind, msg := "ok", fmt.Sprintf("Discovery refreshed: the session offers %d tools.", len(rep.Tools))
+	if len(rep.Problems) > 0 {
+		kind, msg = "error", fmt.Sprintf("Discovery refreshed: the session offers %d tools; %d MCP servers could not list theirs (see Offered tools).", len(rep.Tools), len(rep.Problems))
 	}
 	h.flash(c, kind, msg)
 	return redirect(c, "/sessions/"+id)

@@ -41,64 +41,80 @@ type DiscoveryProblem struct {
 // SessionTools is Session.tools: what the agent may call here, denied tools absent.
 // refresh re-discovers the MCP servers' tools.
 func (r *Runtime) SessionTools(ctx context.Context, p Principal, id string, refresh bool) ([]OfferedTool, error) {
-	out, _, err := r.SessionToolsReport(ctx, p, id, refresh)
-	return out, err
+	rep, err := r.SessionToolsReport(ctx, p, id, refresh)
+	return rep.Tools, err
 }
 
-// SessionToolsReport is Session.tools with the MCP servers whose discovery
-// failed for this session, and why: what the session page shows beside them.
-func (r *Runtime) SessionToolsReport(ctx context.Context, p Principal, id string, refresh bool) ([]OfferedTool, []DiscoveryProblem, error) {
-	out := []OfferedTool{}
-	var problems []DiscoveryProblem
+// ToolsReport is Session.tools with what the session page shows beside
+// the tools: the MCP servers whose discovery failed for this session, and
+// the tools servers listed that are not offered, each with why.
+type ToolsReport struct {
+	Tools    []OfferedTool
+	Problems []DiscoveryProblem
+	Skipped  []SkippedTool
+}
+
+// SessionToolsReport is Session.tools with its ToolsReport.
+func (r *Runtime) SessionToolsReport(ctx context.Context, p Principal, id string, refresh bool) (ToolsReport, error) {
+	out := ToolsReport{Tools: []OfferedTool{}}
 	err := r.run(ctx, p, "Session.tools", func(a *act) error {
 		s, err := r.loadSession(ctx, p, id)
 		if err != nil {
 			return err
 		}
-		all, failed, err := r.sessionToolsReport(ctx, s, refresh)
+		rep, err := r.sessionToolsReport(ctx, s, refresh)
 		if err != nil {
 			return err
 		}
-		for _, t := range all {
+		for _, t := range rep.all {
 			if t.Offered {
-				out = append(out, OfferedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Policy: t.Policy})
+				out.Tools = append(out.Tools, OfferedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Policy: t.Policy})
 			}
 		}
-		for _, g := range slices.Sorted(maps.Keys(failed)) {
-			problems = append(problems, DiscoveryProblem{Grant: g, Error: failed[g]})
+		for _, g := range slices.Sorted(maps.Keys(rep.failed)) {
+			out.Problems = append(out.Problems, DiscoveryProblem{Grant: g, Error: rep.failed[g]})
 		}
+		out.Skipped = rep.skipped
 		return nil
 	}, id)
-	return out, problems, err
+	return out, err
 }
 
 // sessionTools lists every tool of the session's version, offered or not, plus
 // the tools its clients declared.
 func (r *Runtime) sessionTools(ctx context.Context, s models.Session, refresh bool) ([]offered, error) {
-	out, _, err := r.sessionToolsReport(ctx, s, refresh)
-	return out, err
+	rep, err := r.sessionToolsReport(ctx, s, refresh)
+	return rep.all, err
 }
 
-// sessionToolsReport is sessionTools with, by MCP grant, why its discovery
-// failed for this session (its last good list, if any, is still offered).
-func (r *Runtime) sessionToolsReport(ctx context.Context, s models.Session, refresh bool) ([]offered, map[string]string, error) {
+// toolsReport is every tool of a session, with by MCP grant why its
+// discovery failed (its last good list, if any, is still offered), and the
+// tools servers listed that are not offered.
+type toolsReport struct {
+	all     []offered
+	failed  map[string]string
+	skipped []SkippedTool
+}
+
+func (r *Runtime) sessionToolsReport(ctx context.Context, s models.Session, refresh bool) (toolsReport, error) {
+	rep := toolsReport{failed: map[string]string{}}
 	v, err := r.loadVersion(ctx, s.VersionID)
 	if err != nil {
-		return nil, nil, err
+		return rep, err
 	}
 	cfg := versionView(v).Parsed()
 	discovered := map[string][]tools.ToolDef{}
-	failed := map[string]string{}
 	for _, g := range cfg.MCPServers {
-		defs, ok, why := r.discover(ctx, s.ID, g.URL, refresh)
+		listed, ok, why := r.discover(ctx, s.ID, g.URL, refresh)
 		if ok {
-			discovered[g.Name] = defs
+			var skipped []SkippedTool
+			discovered[g.Name], skipped = offerable(g.Name, listed)
+			rep.skipped = append(rep.skipped, skipped...)
 		}
 		if why != "" {
-			failed[g.Name] = why
+			rep.failed[g.Name] = why
 		}
 	}
-	var out []offered
 	for _, t := range tools.List(cfg, discovered, r.catalog(ctx)) {
 		o := offered{Tool: t}
 		switch t.Kind {
@@ -111,10 +127,11 @@ func (r *Runtime) sessionToolsReport(ctx context.Context, s models.Session, refr
 		case tools.KindFn:
 			o.Function = findGrant(cfg.Functions, t.Grant, func(g tools.Function) string { return g.Name })
 		}
-		out = append(out, o)
+		rep.all = append(rep.all, o)
 	}
 	clients, err := r.clientTools(ctx, s.ID)
-	return append(out, clients...), failed, err
+	rep.all = append(rep.all, clients...)
+	return rep, err
 }
 
 func findGrant[G any](gs []G, name string, nameOf func(G) string) G {
@@ -127,11 +144,11 @@ func findGrant[G any](gs []G, name string, nameOf func(G) string) G {
 	return zero
 }
 
-// discover returns an MCP server's tools as this session's credential sees
-// them: from the cache of that (URL, credential) unless refresh is asked or
-// nothing is cached. A session never sees a list another credential discovered.
-// failed is why the newest discovery failed, or "".
-func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh bool) (defs []tools.ToolDef, ok bool, failed string) {
+// discover returns what an MCP server listed as this session's credential
+// sees it: from the cache of that (URL, credential) unless refresh is asked
+// or nothing is cached. A session never sees a list another credential
+// discovered. failed is why the newest discovery failed, or "".
+func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh bool) (listed []storedTool, ok bool, failed string) {
 	credID, attach, err := r.attacherFor(ctx, sessionID, url)
 	if err != nil {
 		r.opts.Log.Error("runtime: credential for discovery", "session", sessionID, "err", err)
@@ -139,7 +156,7 @@ func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh b
 	}
 	var d models.MCPDiscovery
 	cached := r.db.WithContext(ctx).First(&d, "url = ? AND credential_id = ?", url, credID).Error == nil
-	var last []tools.ToolDef
+	var last []storedTool
 	if cached {
 		_ = json.Unmarshal([]byte(d.Tools), &last)
 	}
@@ -162,18 +179,11 @@ func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh b
 		r.db.WithContext(ctx).Save(&d)
 		return last, len(last) > 0, d.Error
 	}
-	defs = make([]tools.ToolDef, 0, len(found))
-	for _, t := range found {
-		schema := t.InputSchema
-		if len(schema) == 0 {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		defs = append(defs, tools.ToolDef{Name: t.Name, Description: t.Description, InputSchema: schema})
-	}
-	b, _ := json.Marshal(defs)
+	listed = storedTools(found)
+	b, _ := json.Marshal(listed)
 	d.Tools = string(b)
 	r.db.WithContext(ctx).Save(&d)
-	return defs, true, ""
+	return listed, true, ""
 }
 
 // discoveryRetryAfter is how long a failed discovery stands before the next try.
@@ -211,9 +221,9 @@ func (r *Runtime) discoveredByURL(ctx context.Context, urls []string) map[string
 	var ds []models.MCPDiscovery
 	r.db.WithContext(ctx).Where("url IN ? AND tools <> '[]'", urls).Order("discovered_at").Find(&ds)
 	for _, d := range ds {
-		var defs []tools.ToolDef
-		if json.Unmarshal([]byte(d.Tools), &defs) == nil {
-			out[d.URL] = defs
+		var listed []storedTool
+		if json.Unmarshal([]byte(d.Tools), &listed) == nil {
+			out[d.URL] = toolDefs(listed)
 		}
 	}
 	return out

@@ -163,24 +163,13 @@ func waitDuration(secs *float64) time.Duration {
 
 // newCall records a call with its verdict and starts it when it is allowed.
 func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in ToolCallInput) (models.ToolCall, error) {
-	all, failed, err := r.sessionToolsReport(ctx, s, false)
+	rep, err := r.sessionToolsReport(ctx, s, false)
 	if err != nil {
 		return models.ToolCall{}, err
 	}
-	t, found := findTool(all, in.Tool)
+	t, found := findTool(rep.all, in.Tool)
 	if !found {
-		detail := fmt.Sprintf("this session offers no tool %q: Session.tools lists what it offers", in.Tool)
-		if kind, grant, _, err := tools.ParseFullName(in.Tool); err == nil && kind == tools.KindMCP && failed[grant] != "" {
-			// The reason may name the server's address or what it answered:
-			// people see it, the session's agent only that there is one.
-			why := "an operator sees why on the session's page"
-			if p.Kind == PrincipalUser {
-				why = failed[grant]
-			}
-			detail = fmt.Sprintf("this session offers no tool %q: MCP server %q could not list its tools for this session (%s); Session.tools?refresh=true tries again",
-				in.Tool, grant, why)
-		}
-		return models.ToolCall{}, &Error{Kind: KindNotFound, Code: "unknown_tool", Title: "Unknown tool", Field: "tool", Detail: detail}
+		return models.ToolCall{}, rep.unknownTool(p, in.Tool)
 	}
 	input, err := checkInput(t, in.Input)
 	if err != nil {

@@ -41,6 +41,8 @@ type Config struct {
 	MetricsToken, MetricsAddr string
 	// LoginThrottle bounds failed sign-ins per account and per address.
 	LoginThrottle runtime.LoginThrottle
+	// Limits bound function instances and what MCP servers may send (limits.go).
+	Limits limitFlags
 }
 
 // bindDB registers the flags every database-touching command shares.
@@ -71,6 +73,7 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.LoginThrottle.PerAddress, "login-attempts-per-address", d.PerAddress, "failed sign-ins allowed per client address in --login-throttle-window")
 	fs.DurationVar(&c.LoginThrottle.Window, "login-throttle-window", d.Window, "window of the sign-in limits")
 	fs.IntVar(&c.LoginThrottle.MaxKeys, "login-throttle-keys", d.MaxKeys, "accounts and addresses the sign-in throttle remembers at once (in memory, per replica)")
+	bindLimits(fs, &c.Limits)
 }
 
 // parseFlags applies environment fallbacks for flags not given on the command line.
@@ -108,6 +111,9 @@ func (c *Config) validate() error {
 		}
 	}
 	if _, err := logLevel(c.LogLevel); err != nil {
+		return err
+	}
+	if err := c.Limits.validate(); err != nil {
 		return err
 	}
 	if c.MaxSandboxes < 1 {

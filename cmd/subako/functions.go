@@ -28,8 +28,8 @@ var shippedPackages embed.FS
 // runtime, loads every stored package, and installs the shipped packages that
 // are missing. A package that fails is logged; the server runs without it.
 // allowPrivate is --egress-allow-private, for http_fetch.
-func wireFunctions(ctx context.Context, rt *runtime.Runtime, dataDir string, allowPrivate bool, log *slog.Logger) error {
-	e, err := fn.New(ctx, fn.Config{DataDir: dataDir, AllowPrivate: allowPrivate})
+func wireFunctions(ctx context.Context, rt *runtime.Runtime, dataDir string, allowPrivate bool, capacity fn.Capacity, log *slog.Logger) error {
+	e, err := fn.New(ctx, fn.Config{DataDir: dataDir, AllowPrivate: allowPrivate, Capacity: capacity})
 	if err != nil {
 		return err
 	}

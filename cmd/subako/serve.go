@@ -61,10 +61,10 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ApprovalTimeout: c.ApprovalTimeout, AllowPrivateEgress: c.EgressAllowPrivate,
+	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ApprovalTimeout: c.ApprovalTimeout, AllowPrivateEgress: c.EgressAllowPrivate, MCPLimits: c.Limits.mcpLimits(),
 		LoginThrottle: c.LoginThrottle})
 	defer rt.Close()
-	if err := wireFunctions(context.Background(), rt, c.Data, c.EgressAllowPrivate, log); err != nil {
+	if err := wireFunctions(context.Background(), rt, c.Data, c.EgressAllowPrivate, c.Limits.functionCapacity(), log); err != nil {
 		return err
 	}
 	srv, metricsHandler := web.NewWithMetrics(rt, web.Config{BaseURL: c.BaseURL, Log: log,
