@@ -25,6 +25,9 @@ type SandboxOptions struct {
 	Limits          sandbox.Limits
 	// MaxRunning bounds the sandboxes running at once (0: no limit).
 	MaxRunning int
+	// MinFreeDisk is the free space (bytes) under which the disk of Dir
+	// takes no new sandbox start (0: no floor).
+	MinFreeDisk int64
 }
 
 // sandboxSet is one runtime's sandboxes: the lifecycle Manager and what the
@@ -63,7 +66,7 @@ func (r *Runtime) StartSandboxes(ctx context.Context, o SandboxOptions) error {
 		Driver: &egressDriver{Driver: o.Driver, log: r.opts.Log}, Archives: o.Archives, Store: sandboxStore{r.db},
 		Clock: r.opts.Clock, Dir: o.Dir,
 		IdleTimeout: o.IdleTimeout, RetireAfter: o.RetireAfter, MaxArchiveBytes: o.MaxArchiveBytes, Limits: o.Limits,
-		MaxRunning: o.MaxRunning,
+		MaxRunning: o.MaxRunning, MinFreeDisk: o.MinFreeDisk,
 		Skills: r.sandboxSkills, OnUsage: r.sandboxUsage, Logger: r.opts.Log,
 	})
 	if err != nil {

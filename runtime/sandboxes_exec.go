@@ -117,6 +117,10 @@ func execError(err error) error {
 	if errors.As(err, &full) {
 		return overCapacity(full.Error(), full.RetryAfter)
 	}
+	var disk *sandbox.DiskFullError
+	if errors.As(err, &disk) {
+		return overCapacity(disk.Error(), disk.RetryAfter)
+	}
 	var missing *exec.Error // bwrap or slirp4netns not found where looked for
 	if errors.As(err, &missing) {
 		return fmt.Errorf("sandboxes need bubblewrap and slirp4netns on this server; its operator installs them with "+

@@ -35,7 +35,7 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 	}
 	var driver *local.Driver
 	if err == nil {
-		driver, err = local.New(local.Config{Logger: log})
+		driver, err = local.New(local.Config{Logger: log, DiskBytes: int64(c.SandboxDisk), WorkspaceRoot: filepath.Join(data, "sandboxes")})
 	}
 	var archives *archive.Local
 	if err == nil {
@@ -68,7 +68,7 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 			}
 		}
 	}()
-	log.Info("sandboxes ready", "idle_timeout", c.SandboxIdleTimeout, "retire_after", c.SandboxRetireAfter, "max_sandboxes", c.MaxSandboxes)
+	log.Info("sandboxes ready", "idle_timeout", c.SandboxIdleTimeout, "retire_after", c.SandboxRetireAfter, "max_sandboxes", c.MaxSandboxes, "sandbox_disk", c.SandboxDisk.String())
 	return func() {
 		// Archiving every running workspace can take a while; a kill after
 		// this leaves them to Recover at the next start, nothing lost.

@@ -21,6 +21,39 @@ func (e *CapacityError) Error() string {
 		e.Running, e.Max)
 }
 
+// DiskFullError refuses an exec that would start (or restore) a sandbox
+// while the data folder's disk has less free space than Config.MinFreeDisk
+// (--min-free-disk): a start writes a workspace, and a full disk would fail
+// every write of the server (its database and audit log included).
+type DiskFullError struct {
+	Free, Min  int64
+	RetryAfter time.Duration
+}
+
+func (e *DiskFullError) Error() string {
+	return fmt.Sprintf("the server's data disk has %d MiB free, under its %d MiB floor (--min-free-disk): no sandbox starts until an operator makes room",
+		e.Free>>20, e.Min>>20)
+}
+
+// diskFullRetry is the Retry-After of a DiskFullError: room comes back when
+// an operator acts, or archives are deleted, not on a timer.
+const diskFullRetry = time.Minute
+
+// checkFreeDisk refuses a start when the data folder's disk is nearly full.
+func (m *Manager) checkFreeDisk() error {
+	if m.cfg.MinFreeDisk <= 0 {
+		return nil
+	}
+	free, err := FreeBytes(m.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	if free < m.cfg.MinFreeDisk {
+		return &DiskFullError{Free: free, Min: m.cfg.MinFreeDisk, RetryAfter: diskFullRetry}
+	}
+	return nil
+}
+
 // slots counts running machines by sandbox id. A slot is taken before a
 // machine starts (so a refused start costs no restore) and given back when
 // the machine stops.
@@ -77,8 +110,12 @@ func (m *slotMachine) Stop() error {
 }
 
 // reserve takes b's slot before its machine starts (b.mu held), or says how
-// long until one may be free: the soonest an idle sandbox is suspended.
+// long until one may be free: the soonest an idle sandbox is suspended. A
+// nearly full data disk refuses every start first.
 func (m *Manager) reserve(b *box) error {
+	if err := m.checkFreeDisk(); err != nil {
+		return err
+	}
 	running, ok := m.slots.take(b.id)
 	if ok {
 		return nil

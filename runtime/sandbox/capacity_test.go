@@ -40,3 +40,17 @@ func TestMaxRunningRefusesOneMoreStart(t *testing.T) {
 		t.Fatalf("after the first was suspended: %+v, %v", res, err)
 	}
 }
+
+// Under --min-free-disk on the data folder's disk, no sandbox starts: a
+// start or restore writes a workspace.
+func TestLowDiskRefusesStarts(t *testing.T) {
+	full := newEnv(t, func(c *sandbox.Config) { c.MinFreeDisk = 1 << 62 })
+	_, err := full.mgr.Exec(context.Background(), key, sandbox.ExecRequest{Command: "true"})
+	var low *sandbox.DiskFullError
+	if !errors.As(err, &low) || low.Min != 1<<62 || low.RetryAfter <= 0 {
+		t.Fatalf("error = %v, want a DiskFullError naming the floor", err)
+	}
+	if full.driver.starts() != 0 {
+		t.Errorf("%d machines started on a nearly full disk", full.driver.starts())
+	}
+}

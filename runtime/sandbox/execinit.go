@@ -88,8 +88,7 @@ func canNewPID() bool {
 // dropInheritableCaps makes sure nothing started from the calling thread can
 // gain a capability: bwrap hands the agent its capabilities as ambient ones,
 // which a command would otherwise keep across execve. Capabilities are per
-// thread, so the caller locks its goroutine to the thread it then forks
-// from. The agent itself keeps CAP_SYS_ADMIN (permitted and effective) for
+// thread, so the caller forks from this same thread. The agent itself keeps CAP_SYS_ADMIN (permitted and effective) for
 // the next exec's namespace.
 func dropInheritableCaps() error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
@@ -111,12 +110,19 @@ func dropInheritableCaps() error {
 	return nil
 }
 
-// startWithoutCaps starts cmd from a thread whose capabilities were dropped.
+// startWithoutCaps starts cmd from a thread whose capabilities were
+// dropped. That thread is never handed back to the Go scheduler (it ends
+// with its goroutine): an agent run in-process as host root, as in tests,
+// would otherwise start later programs without root's capabilities.
 func startWithoutCaps(cmd *exec.Cmd) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := dropInheritableCaps(); err != nil {
-		return err
-	}
-	return cmd.Start()
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked, on purpose
+		if err := dropInheritableCaps(); err != nil {
+			errc <- err
+			return
+		}
+		errc <- cmd.Start()
+	}()
+	return <-errc
 }

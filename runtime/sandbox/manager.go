@@ -37,7 +37,10 @@ type Config struct {
 	// MaxRunning bounds the machines running at once (0: no limit): an
 	// exec that would start one more is refused with a *CapacityError.
 	MaxRunning int
-	Limits     Limits
+	// MinFreeDisk is the free space (bytes) the disk of Dir keeps: under
+	// it, starts are refused with a *DiskFullError (0: no floor).
+	MinFreeDisk int64
+	Limits      Limits
 	// Skills returns a session's skills as name -> host folder.
 	Skills  func(ctx context.Context, sessionID string) (map[string]string, error)
 	OnUsage func(UsageEvent)

@@ -90,7 +90,7 @@ func (t *fdTable) close() {
 
 // bwrapArgs builds the command line for one machine; the caller adds
 // --info-fd, --block-fd and the command.
-func bwrapArgs(fds *fdTable, releaseRoot, agent string, spec sandbox.Spec) ([]string, error) {
+func bwrapArgs(fds *fdTable, releaseRoot, agent string, spec sandbox.Spec, tmpBytes int64) ([]string, error) {
 	args := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns",
 		"--die-with-parent", "--new-session",
@@ -110,7 +110,10 @@ func bwrapArgs(fds *fdTable, releaseRoot, agent string, spec sandbox.Spec) ([]st
 		return nil, err
 	}
 	args = append(args, rel...)
-	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp")
+	// Sized tmpfs: what a sandbox writes there is memory, bounded twice
+	// (this size, and the machine's memory limit it is charged to).
+	size := strconv.FormatInt(tmpBytes, 10)
+	args = append(args, "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/tmp")
 	etc, err := etcArgs(fds, releaseRoot, spec.Network)
 	if err != nil {
 		return nil, err

@@ -45,7 +45,18 @@ type Config struct {
 	CgroupRoot string
 	// StartTimeout bounds one Start (default 15s).
 	StartTimeout time.Duration
-	Logger       *slog.Logger
+	// DiskBytes is the size of each sandbox's /workspace: an ext4 image
+	// mounted over the folder while the machine runs (0: no limit). It
+	// needs a root server; another runs without, and logs so.
+	DiskBytes int64
+	// TmpBytes bounds each of the tmpfs /tmp and /dev/shm (default 512 MiB);
+	// they live in memory, charged to the machine's memory limit.
+	TmpBytes int64
+	// WorkspaceRoot is the folder of the machines' folders
+	// (<WorkspaceRoot>/<id>/workspace): at New, workspace disks a crashed
+	// server left there are copied back before anything reads them.
+	WorkspaceRoot string
+	Logger        *slog.Logger
 }
 
 // Driver starts bubblewrap machines. It implements sandbox.Driver.
@@ -102,8 +113,19 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.TmpBytes == 0 {
+		cfg.TmpBytes = 512 << 20
+	}
 	d := &Driver{cfg: cfg, root: os.Geteuid() == 0, agent: staged}
 	removeStaleCgroups(cfg.CgroupRoot)
+	switch {
+	case cfg.DiskBytes > 0 && !d.root:
+		cfg.Logger.Warn("sandbox: the server is not root, so /workspace has no size limit (--sandbox-disk needs root to mount each sandbox's disk)")
+	case cfg.DiskBytes > 0:
+		for _, err := range recoverStaleDisks(cfg.WorkspaceRoot) {
+			cfg.Logger.Error("sandbox: recover a workspace disk left by a crash", "err", err)
+		}
+	}
 	return d, nil
 }
 
@@ -143,9 +165,15 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine,
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
 	defer cancel()
 	uid, gid := d.ids()
+	var disk *workspaceDisk
 	if d.root {
 		if err := chownTree(spec.WorkspaceDir, uid, gid); err != nil {
 			return nil, err
+		}
+		if d.cfg.DiskBytes > 0 {
+			if disk, err = attachDisk(spec.WorkspaceDir, d.cfg.DiskBytes, uid, gid); err != nil {
+				return nil, err
+			}
 		}
 	}
 	cg, err := newCgroups(d.cfg.CgroupRoot, spec.ID, spec.Limits)
@@ -154,12 +182,12 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine,
 			d.cfg.Logger.Warn("sandbox: cgroups are not writable; machines run without memory, pids and cpu limits", "root", d.cfg.CgroupRoot, "err", err)
 		})
 	} else if err != nil {
-		return nil, err
+		return nil, errors.Join(err, disk.detach())
 	}
-	m, err := d.launch(ctx, bwrap, releaseRoot, agent, spec, cg)
+	m, err := d.launch(ctx, bwrap, releaseRoot, agent, spec, cg, disk)
 	if err != nil {
 		cg.remove()
-		return nil, fmt.Errorf("local: start %s: %w", spec.ID, err)
+		return nil, errors.Join(fmt.Errorf("local: start %s: %w", spec.ID, err), disk.detach())
 	}
 	return m, nil
 }

@@ -19,10 +19,10 @@ import (
 
 // launch starts bwrap blocked before the agent runs, puts the sandbox into
 // its cgroups and network, then lets it go and waits for the agent's hello.
-func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, spec sandbox.Spec, cg *cgroups) (*Machine, error) {
+func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, spec sandbox.Spec, cg *cgroups, disk *workspaceDisk) (*Machine, error) {
 	fds := &fdTable{}
 	defer fds.close()
-	args, err := bwrapArgs(fds, releaseRoot, agent, spec)
+	args, err := bwrapArgs(fds, releaseRoot, agent, spec, d.cfg.TmpBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -59,9 +59,10 @@ func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, s
 		return nil, err
 	}
 	if err := d.setUp(ctx, m, infoR, blockW, spec); err != nil {
-		m.Stop()
+		m.Stop() // the caller detaches the disk
 		return nil, err
 	}
+	m.disk = disk
 	return m, nil
 }
 

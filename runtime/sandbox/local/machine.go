@@ -24,6 +24,7 @@ type Machine struct {
 	client   *sandbox.AgentClient
 	slirp    *exec.Cmd
 	cg       *cgroups
+	disk     *workspaceDisk
 	stderr   *tailBuffer
 	exited   chan struct{}
 
@@ -73,7 +74,10 @@ func (m *Machine) stop() error {
 		m.slirp.Process.Kill()
 		m.slirp.Wait()
 	}
-	if err := m.cg.remove(); err != nil {
+	// Every process is gone: the workspace disk's content goes back into
+	// a plain folder, which is what the lifecycle archives.
+	err := errors.Join(m.cg.remove(), m.disk.detach())
+	if err != nil {
 		return fmt.Errorf("local: stop %s: %w", m.id, err)
 	}
 	return nil
