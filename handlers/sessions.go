@@ -345,6 +345,9 @@ func (h *Handlers) RefreshSessionTools(c echo.Context) error {
 	if len(rep.Problems) > 0 {
 		kind, msg = "error", fmt.Sprintf("Discovery refreshed: the session offers %d tools; %d MCP servers could not list theirs (see Offered tools).", len(rep.Tools), len(rep.Problems))
 	}
+	if len(rep.Skipped) > 0 {
+		msg += fmt.Sprintf(" %d listed tools are skipped (see Offered tools for why).", len(rep.Skipped))
+	}
 	h.flash(c, kind, msg)
 	return redirect(c, "/sessions/"+id)
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/subako/subako/runtime/fn"
 	"github.com/subako/subako/runtime/fn/fntest"
 )
@@ -99,24 +101,30 @@ func TestFunctionCallsPastCapacityAre429AndRecorded(t *testing.T) {
 			resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 
+	// Through MCP, the same refusal is a tool result the model can read.
+	w := &world{env: e, owner: owner}
+	res, err := w.mcpSession(session{ID: s.ID, Token: s.Token}).CallTool(t.Context(), &mcp.CallToolParams{Name: "fn__f__fetch",
+		Arguments: map[string]any{"url": api.URL}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "refused: tool call") || !strings.Contains(resultText(res), "over capacity") {
+		t.Fatalf("MCP call past capacity: %+v, %v; want a tool error saying it was refused over capacity", res, err)
+	}
+
 	var calls []struct{ ID, Status, Reason, Error string }
 	if st := e.api(owner, "GET", "/sessions/"+s.ID+"/tool_calls", nil, &calls); st != 200 {
 		t.Fatalf("ToolCall.list: %d", st)
 	}
-	refused := 0
+	refused, named := 0, false
 	for _, c := range calls {
 		if c.Status == "refused" {
 			refused++
+			named = named || strings.Contains(p.Detail, c.ID)
 			if !strings.Contains(c.Reason, "over capacity") || !strings.Contains(c.Reason, "--max-function-instances") {
 				t.Fatalf("refused call's reason = %q; want it to say over capacity and name the flag", c.Reason)
 			}
-			if !strings.Contains(p.Detail, c.ID) {
-				t.Fatalf("the 429 detail %q does not name the recorded call %s", p.Detail, c.ID)
-			}
 		}
 	}
-	if refused != 1 {
-		t.Fatalf("%d refused calls recorded, want 1: %+v", refused, calls)
+	if refused != 2 || !named {
+		t.Fatalf("%d refused calls recorded (the 429 names one: %v), want 2 (API and MCP): %+v", refused, named, calls)
 	}
 
 	free()

@@ -21,7 +21,9 @@ import (
 func TestToolsClientsCannotTakeAreSkippedAndShown(t *testing.T) {
 	long := strings.Repeat("x", 60) // mcp__orders__ + 60 = 73 characters
 	wordy := mcptest.NewTool(&mcp.Tool{Name: "wordy", Description: strings.Repeat("w", 9000)},
-		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) { return nil, nil, nil })
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
 	url, _ := mcptest.StartFlood(t, false, 400<<20, mcptest.Echo(), mcptest.Named("get.order"), mcptest.Named(long), wordy)
 
 	e := newEnv(t)
