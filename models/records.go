@@ -281,6 +281,7 @@ type Sandbox struct {
 	MachineSeconds float64
 	ArchiveBytes   int64
 	ArchiveAt      *time.Time
+	ArchiveSHA256  string `gorm:"column:archive_sha256"`
 	ArchiveError   string
 	ArchiveNote    string
 }

@@ -17,6 +17,10 @@ import (
 // so state survives a restart and the console reads what the Manager wrote.
 type sandboxStore struct{ db *models.DB }
 
+// NewSandboxStore is the Store the server runs on, for tests that restart a
+// Manager over the same database.
+func NewSandboxStore(db *models.DB) sandbox.Store { return sandboxStore{db: db} }
+
 var _ sandbox.Store = sandboxStore{}
 
 func (s sandboxStore) Get(ctx context.Context, id string) (sandbox.Record, error) {
@@ -66,14 +70,14 @@ func modelOf(r sandbox.Record) models.Sandbox {
 	return models.Sandbox{ID: r.ID, SessionID: r.SessionID, GrantName: r.Grant, ReleaseName: r.Release, Network: r.Network,
 		State: string(r.State), Error: r.Error, StartedAt: timePtr(r.StartedAt), LastActiveAt: timePtr(r.LastActiveAt),
 		SuspendedAt: timePtr(r.SuspendedAt), RetiredAt: timePtr(r.RetiredAt), MachineSeconds: r.MachineSeconds,
-		ArchiveBytes: r.ArchiveBytes, ArchiveAt: timePtr(r.ArchiveAt), ArchiveError: r.ArchiveError, ArchiveNote: r.ArchiveNote}
+		ArchiveBytes: r.ArchiveBytes, ArchiveAt: timePtr(r.ArchiveAt), ArchiveSHA256: r.ArchiveSHA256, ArchiveError: r.ArchiveError, ArchiveNote: r.ArchiveNote}
 }
 
 func recordOf(m models.Sandbox) sandbox.Record {
 	return sandbox.Record{ID: m.ID, SessionID: m.SessionID, Grant: m.GrantName, Release: m.ReleaseName, Network: m.Network,
 		State: sandbox.State(m.State), Error: m.Error, StartedAt: timeOf(m.StartedAt), LastActiveAt: timeOf(m.LastActiveAt),
 		SuspendedAt: timeOf(m.SuspendedAt), RetiredAt: timeOf(m.RetiredAt), MachineSeconds: m.MachineSeconds,
-		ArchiveBytes: m.ArchiveBytes, ArchiveAt: timeOf(m.ArchiveAt), ArchiveError: m.ArchiveError, ArchiveNote: m.ArchiveNote}
+		ArchiveBytes: m.ArchiveBytes, ArchiveAt: timeOf(m.ArchiveAt), ArchiveSHA256: m.ArchiveSHA256, ArchiveError: m.ArchiveError, ArchiveNote: m.ArchiveNote}
 }
 
 // timePtr stores a zero time as NULL: "never suspended", not year 1.

@@ -214,16 +214,16 @@ func (r *Runtime) discoveryErrors(ctx context.Context, cfg tools.Config) map[str
 	return out
 }
 
-// discoveredByURL returns, for the version editor, the latest tools any
+// discoveredByURL returns, for the version editor, the latest list any
 // session discovered at each URL: the operator's view of the version.
-func (r *Runtime) discoveredByURL(ctx context.Context, urls []string) map[string][]tools.ToolDef {
-	out := map[string][]tools.ToolDef{}
+func (r *Runtime) discoveredByURL(ctx context.Context, urls []string) map[string][]storedTool {
+	out := map[string][]storedTool{}
 	var ds []models.MCPDiscovery
 	r.db.WithContext(ctx).Where("url IN ? AND tools <> '[]'", urls).Order("discovered_at").Find(&ds)
 	for _, d := range ds {
 		var listed []storedTool
 		if json.Unmarshal([]byte(d.Tools), &listed) == nil {
-			out[d.URL] = toolDefs(listed)
+			out[d.URL] = listed
 		}
 	}
 	return out

@@ -51,17 +51,6 @@ func storedTools(d mcpclient.Discovery) []storedTool {
 	return out
 }
 
-// toolDefs keeps the tools of a cached list that were not skipped.
-func toolDefs(listed []storedTool) []tools.ToolDef {
-	out := make([]tools.ToolDef, 0, len(listed))
-	for _, t := range listed {
-		if t.Skipped == "" {
-			out = append(out, tools.ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
-		}
-	}
-	return out
-}
-
 // maxClientName is the longest tool name model APIs and MCP clients take.
 const maxClientName = 64
 

@@ -289,6 +289,7 @@ func (r *Runtime) VersionTools(ctx context.Context, p Principal, id string) ([]T
 
 // discoveredTools holds each MCP grant's tools once a session has discovered
 // them; until then the grant shows as not discovered.
+// Tools a session would skip are left out here too.
 func (r *Runtime) discoveredTools(ctx context.Context, cfg tools.Config) map[string][]tools.ToolDef {
 	var urls []string
 	for _, g := range cfg.MCPServers {
@@ -300,8 +301,8 @@ func (r *Runtime) discoveredTools(ctx context.Context, cfg tools.Config) map[str
 	byURL := r.discoveredByURL(ctx, urls)
 	out := map[string][]tools.ToolDef{}
 	for _, g := range cfg.MCPServers {
-		if defs, ok := byURL[g.URL]; ok {
-			out[g.Name] = defs
+		if listed, ok := byURL[g.URL]; ok {
+			out[g.Name], _ = offerable(g.Name, listed)
 		}
 	}
 	return out

@@ -52,6 +52,10 @@ func TestToolsClientsCannotTakeAreSkippedAndShown(t *testing.T) {
 	if want := []string{"mcp__orders__echo", "mcp__orders__flood"}; !slices.Equal(names, want) {
 		t.Fatalf("Session.tools offers %v; want %v", names, want)
 	}
+	var vtools []struct{ Name string }
+	if st := e.api(w.owner, "GET", "/versions/"+draft.ID+"/tools", nil, &vtools); st != 200 || len(vtools) != 2 {
+		t.Fatalf("Version.tools: %d %+v; want echo and flood only", st, vtools)
+	}
 	listed, err := w.mcpSession(s).ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,9 @@ type Config struct {
 	// size of each one's /workspace (and so what it can write on disk).
 	MaxSandboxes    int
 	SandboxDisk     byteSize
+	// MinFreeDisk is the data disk's floor: under it no sandbox starts and
+	// no archive is written or uploaded.
+	MinFreeDisk byteSize
 	ApprovalTimeout time.Duration
 	LogLevel        string
 	// EgressAllowPrivate lets MCP servers and function origins on loopback,
@@ -60,6 +63,8 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.MaxSandboxes, "max-sandboxes", 20, "sandboxes running at once; an exec that would start one more is refused (429 capacity)")
 	c.SandboxDisk = 2 << 30
 	fs.Var(&c.SandboxDisk, "sandbox-disk", "size of each sandbox's /workspace (e.g. 2GiB); writing past it fails inside with ENOSPC")
+	c.MinFreeDisk = 1 << 30
+	fs.Var(&c.MinFreeDisk, "min-free-disk", "free space the data disk keeps (e.g. 1GiB): under it no sandbox starts and no archive is written or uploaded")
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", 24*time.Hour, "time before a pending approval expires")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&c.EgressAllowPrivate, "egress-allow-private", false,

@@ -42,6 +42,7 @@ func (m *Manager) startLocked(ctx context.Context, b *box, key Key) error {
 		machine.Stop()
 		return fmt.Errorf("sandbox: record start of %s: %w", rec.ID, err)
 	}
+	failpoint("start.recorded")
 	b.rec, b.machine = rec, machine
 	m.notify(rec)
 	return nil
@@ -64,16 +65,19 @@ func (m *Manager) machineDir(id string) string   { return filepath.Join(m.cfg.Di
 func (m *Manager) workspaceDir(id string) string { return filepath.Join(m.cfg.Dir, id, "workspace") }
 
 // prepareWorkspace leaves <Dir>/<id>/workspace ready to bind. The folder is
-// removed once archived, so it only survives a suspension whose archiving
-// failed: then it is newer than any archive and is used as is.
+// removed only once an archive holding it is recorded, so it is used as is
+// while the record says running (a suspension that could not be recorded)
+// or suspended with a failed archiving: then it is newer than any archive.
+// Any other folder is a leftover the archive replaces.
 func (m *Manager) prepareWorkspace(ctx context.Context, rec *Record) error {
 	ws := m.workspaceDir(rec.ID)
 	if err := os.MkdirAll(m.machineDir(rec.ID), 0o711); err != nil {
 		return fmt.Errorf("sandbox: create folder of %s: %w", rec.ID, err)
 	}
 	_, statErr := os.Stat(ws)
-	if rec.ArchiveError != "" && statErr == nil {
-		m.cfg.Logger.Warn("sandbox: last archiving failed, starting from the kept folder", "sandbox", rec.ID, "archive_error", rec.ArchiveError)
+	kept := rec.State == StateRunning || rec.State == StateSuspended && rec.ArchiveError != ""
+	if kept && statErr == nil {
+		m.cfg.Logger.Warn("sandbox: starting from the kept folder", "sandbox", rec.ID, "archive_error", rec.ArchiveError)
 		return nil
 	}
 	if _, err := m.cfg.Archives.Stat(ctx, rec.ID); errors.Is(err, archive.ErrNotExist) {
@@ -102,17 +106,21 @@ func (m *Manager) restore(ctx context.Context, id, ws string) error {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("sandbox: restore /workspace of %s: %w", id, err)
 	}
-	if err := os.RemoveAll(ws); err != nil {
+	failpoint("restore.unpacked")
+	if err := m.discard(ws, "restore"); err != nil {
 		return fmt.Errorf("sandbox: replace workspace of %s: %w", id, err)
 	}
 	if err := os.Rename(tmp, ws); err != nil {
 		return fmt.Errorf("sandbox: replace workspace of %s: %w", id, err)
 	}
+	failpoint("restore.swapped")
 	return nil
 }
 
 // suspendLocked stops b's machine, archives its workspace and records the
-// suspension (b.mu held). billUntil ends the machine-time of this run.
+// suspension (b.mu held), and only then removes the folder: a crash at any
+// step leaves either the folder with a record that says so, or a recorded
+// archive. billUntil ends the machine-time of this run.
 func (m *Manager) suspendLocked(ctx context.Context, b *box, billUntil time.Time) error {
 	if b.machine != nil {
 		if err := b.machine.Stop(); err != nil {
@@ -120,47 +128,59 @@ func (m *Manager) suspendLocked(ctx context.Context, b *box, billUntil time.Time
 		}
 		b.machine = nil
 	}
+	failpoint("suspend.stopped")
 	now := m.now()
 	rec := b.rec
-	m.archiveInto(ctx, &rec, now)
+	archived := m.archiveInto(ctx, &rec, now)
+	failpoint("suspend.archived")
 	ran := max(billUntil.Sub(rec.StartedAt).Seconds(), 0)
 	rec.MachineSeconds += ran
 	rec.State, rec.SuspendedAt = StateSuspended, now
 	if err := m.cfg.Store.Put(ctx, rec); err != nil {
 		return fmt.Errorf("sandbox: record suspension of %s: %w", rec.ID, err)
 	}
+	failpoint("suspend.recorded")
 	b.rec = rec
 	m.notify(rec)
 	m.usage(rec, UsageMachineSeconds, ran, now)
 	m.usage(rec, UsageArchiveBytes, float64(rec.ArchiveBytes), now)
+	if archived {
+		// The recorded archive holds the workspace now; removing the folder
+		// here, in the background, spares the next exec the deletion.
+		if err := m.discard(m.workspaceDir(rec.ID), "suspend"); err != nil {
+			m.cfg.Logger.Warn("sandbox: remove archived workspace", "sandbox", rec.ID, "err", err)
+		}
+	}
 	return nil
 }
 
 // archiveInto saves the workspace as the sandbox's archive and records the
-// outcome in rec; a failure keeps the previous archive and says why.
-func (m *Manager) archiveInto(ctx context.Context, rec *Record, now time.Time) {
+// outcome in rec, reporting whether a new archive holds the folder; a
+// failure keeps the previous archive and the folder, and says why.
+func (m *Manager) archiveInto(ctx context.Context, rec *Record, now time.Time) bool {
 	ws := m.workspaceDir(rec.ID)
 	if _, err := os.Stat(ws); err != nil {
 		rec.ArchiveError = fmt.Sprintf("no workspace folder to archive: %v", err)
-		return
+		return false
 	}
-	info, st, err := archive.Save(ctx, m.cfg.Archives, rec.ID, ws, m.cfg.MaxArchiveBytes)
+	if err := m.checkFreeDisk("write an archive"); err != nil {
+		rec.ArchiveError = err.Error() + "; /workspace is kept and the next exec uses it"
+		m.cfg.Logger.Warn("sandbox: archive", "sandbox", rec.ID, "err", err)
+		return false
+	}
+	info, st, err := archive.Save(ctx, m.cfg.Archives, rec.ID, ws, archive.Limits{MaxBytes: m.cfg.MaxArchiveBytes, MaxExpandedBytes: m.cfg.MaxExpandedBytes})
 	if err != nil {
 		rec.ArchiveError = err.Error()
 		m.cfg.Logger.Warn("sandbox: archive", "sandbox", rec.ID, "err", err)
-		return
+		return false
 	}
 	rec.ArchiveNote = ""
 	if len(st.Skipped) > 0 {
 		m.cfg.Logger.Warn("sandbox: archive left out pipes, sockets and links pointing out of /workspace", "sandbox", rec.ID, "entries", st.Skipped)
 		rec.ArchiveNote = skippedNote(st.Skipped)
 	}
-	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveError = info.Bytes, now, ""
-	// The archive now holds the workspace; removing the folder here, in the
-	// background, spares the next exec the deletion. A failed archive keeps it.
-	if err := os.RemoveAll(ws); err != nil {
-		m.cfg.Logger.Warn("sandbox: remove archived workspace", "sandbox", rec.ID, "err", err)
-	}
+	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveSHA256, rec.ArchiveError = info.Bytes, now, info.SHA256, ""
+	return true
 }
 
 // skippedNote names what an archive left out, the first few by path.

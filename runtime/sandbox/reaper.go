@@ -96,33 +96,39 @@ func (m *Manager) retire(ctx context.Context, stored Record) error {
 			}
 		}
 	}
-	if err := os.RemoveAll(m.machineDir(rec.ID)); err != nil {
-		return fmt.Errorf("sandbox: retire %s: %w", rec.ID, err)
-	}
+	// Recorded first: a retired sandbox's folder is a leftover whatever it
+	// holds, so a crash while it is deleted loses nothing.
 	rec.State, rec.RetiredAt = StateRetired, m.now()
 	if err := m.cfg.Store.Put(ctx, rec); err != nil {
 		return fmt.Errorf("sandbox: record retirement of %s: %w", rec.ID, err)
 	}
+	failpoint("retire.recorded")
 	b.rec = rec
 	m.forget(b)
 	m.notify(rec)
+	if err := m.discard(m.machineDir(rec.ID), "retire"); err != nil {
+		return fmt.Errorf("sandbox: retire %s: %w", rec.ID, err)
+	}
 	return nil
 }
 
-// Recover runs once at server start, before any exec: sandboxes a crashed or
-// restarted server left running died with it; their workspace folders are
-// still on disk, so they are archived and recorded as suspended. Their
+// Recover runs once at server start, before any exec. It finishes what a
+// crash interrupted (see sweep), then archives the sandboxes a crashed or
+// restarted server left running: they died with it, their workspace
+// folders are still on disk, and they are recorded as suspended. Their
 // machine time ends at their last activity plus IdleTimeout at the latest.
 func (m *Manager) Recover(ctx context.Context) error {
+	errs := []error{m.sweep(ctx)}
 	running, err := m.cfg.Store.ListByState(ctx, StateRunning)
 	if err != nil {
-		return fmt.Errorf("sandbox: list running: %w", err)
+		return errors.Join(append(errs, fmt.Errorf("sandbox: list running: %w", err))...)
 	}
-	var errs []error
 	for _, rec := range running {
 		b := m.adopt(rec)
 		b.mu.Lock()
-		if b.machine == nil && b.rec.State == StateRunning {
+		if err := m.recoverWorkspace(b); err != nil {
+			errs = append(errs, err)
+		} else if b.machine == nil && b.rec.State == StateRunning {
 			until := b.rec.LastActiveAt.Add(m.cfg.IdleTimeout)
 			if now := m.now(); now.Before(until) {
 				until = now
@@ -192,7 +198,7 @@ func (m *Manager) DeleteArchive(ctx context.Context, id string) error {
 		return err
 	}
 	rec := b.rec
-	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveError, rec.ArchiveNote = 0, time.Time{}, "", ""
+	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveSHA256, rec.ArchiveError, rec.ArchiveNote = 0, time.Time{}, "", "", ""
 	if err := m.cfg.Store.Put(ctx, rec); err != nil {
 		return fmt.Errorf("sandbox: record archive deletion of %s: %w", id, err)
 	}

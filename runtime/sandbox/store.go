@@ -39,6 +39,10 @@ type Record struct {
 	MachineSeconds float64   `json:"machine_seconds"`
 	ArchiveBytes   int64     `json:"archive_bytes"`
 	ArchiveAt      time.Time `json:"archive_at,omitzero"`
+	// ArchiveSHA256 is the archive's checksum as recorded when it was
+	// written: at a restart it tells the complete archive of an interrupted
+	// suspension from one that is not the one recorded.
+	ArchiveSHA256 string `json:"archive_sha256,omitempty"`
 	// ArchiveError is why the last archiving failed; the previous archive
 	// (ArchiveBytes, ArchiveAt) is still the one kept.
 	ArchiveError string `json:"archive_error,omitempty"`

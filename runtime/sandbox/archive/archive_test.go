@@ -51,7 +51,7 @@ func TestRoundTripKeepsFilesModesAndSafeLinks(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	st, err := Create(context.Background(), src, &buf, 0)
+	st, err := Create(context.Background(), src, &buf, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,12 +168,12 @@ func TestSaveOverLimitKeepsPreviousArchive(t *testing.T) {
 	}
 	ws := t.TempDir()
 	write(t, filepath.Join(ws, "notes.txt"), "version one", 0o644)
-	first, _, err := Save(ctx, store, "sbx1", ws, 1<<20)
+	first, _, err := Save(ctx, store, "sbx1", ws, Limits{MaxBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	randomFile(t, filepath.Join(ws, "noise.bin"), 2<<20)
-	_, _, err = Save(ctx, store, "sbx1", ws, 1<<20)
+	_, _, err = Save(ctx, store, "sbx1", ws, Limits{MaxBytes: 1 << 20})
 	var tooLarge *TooLargeError
 	if !errors.As(err, &tooLarge) || !strings.Contains(err.Error(), "1 MiB compressed limit (max_archive_bytes 1048576)") {
 		t.Fatalf("error = %v, want a TooLargeError naming the limit", err)

@@ -32,7 +32,7 @@ func BenchmarkSave100MiB(b *testing.B) {
 	b.SetBytes(100 << 20)
 	b.ResetTimer()
 	for b.Loop() {
-		if _, _, err := Save(context.Background(), store, "bench", ws, 0); err != nil {
+		if _, _, err := Save(context.Background(), store, "bench", ws, Limits{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -43,7 +43,7 @@ func BenchmarkSave100MiB(b *testing.B) {
 func BenchmarkRestore100MiB(b *testing.B) {
 	ws := mixedWorkspace(b)
 	store, _ := NewLocal(b.TempDir())
-	if _, _, err := Save(context.Background(), store, "bench", ws, 0); err != nil {
+	if _, _, err := Save(context.Background(), store, "bench", ws, Limits{}); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(100 << 20)

@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 	if ws := os.Getenv("ARCHIVE_TEST_SAVE_WS"); ws != "" {
 		store, err := NewLocal(os.Getenv("ARCHIVE_TEST_SAVE_STORE"))
 		if err == nil {
-			_, _, err = Save(context.Background(), store, "sbx1", ws, 1<<30)
+			_, _, err = Save(context.Background(), store, "sbx1", ws, Limits{MaxBytes: 1 << 30})
 		}
 		if err != nil {
 			os.Exit(2)
@@ -32,7 +32,7 @@ func TestKilledArchivingLosesNothing(t *testing.T) {
 	store, _ := NewLocal(storeDir)
 	ws := t.TempDir()
 	write(t, filepath.Join(ws, "notes.txt"), "the good version", 0o644)
-	good, _, err := Save(ctx, store, "sbx1", ws, 0)
+	good, _, err := Save(ctx, store, "sbx1", ws, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

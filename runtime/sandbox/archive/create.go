@@ -3,11 +3,15 @@ package archive
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/klauspost/compress/gzip"
@@ -23,27 +27,61 @@ type Stats struct {
 	// Skipped lists entries Create left out: sockets, pipes, and symlinks a
 	// restore would refuse.
 	Skipped []string
+	// SHA256 is the hex checksum of the archive as written (Create only).
+	SHA256 string
+}
+
+// Limits bounds an archive the way RestoreOptions bounds its restore, so
+// Create refuses what Restore would refuse later.
+type Limits struct {
+	// MaxBytes is the compressed size (0: DefaultMaxBytes).
+	MaxBytes int64
+	// MaxExpandedBytes is the regular files' total size, each hard-linked
+	// file counted once and a sparse file at its full length, since that is
+	// what a restore writes (0: DefaultMaxExpandedBytes).
+	MaxExpandedBytes int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.MaxExpandedBytes <= 0 {
+		l.MaxExpandedBytes = DefaultMaxExpandedBytes
+	}
+	return l
+}
+
+// RefusedError is returned when the folder holds an entry a restore would
+// refuse: nothing is written, and the folder should be kept as it is.
+type RefusedError struct {
+	Entry  string
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("archive: %q cannot be archived: %s, and a restore would refuse it", e.Entry, e.Reason)
 }
 
 // Create writes dir as tar + gzip to dst, failing with *TooLargeError once
-// more than maxBytes compressed bytes would be written (0: DefaultMaxBytes).
-// Files are read without following symlinks; owners are not recorded.
-func Create(ctx context.Context, dir string, dst io.Writer, maxBytes int64) (Stats, error) {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBytes
-	}
+// more than lim.MaxBytes compressed bytes would be written and with
+// *RefusedError for an entry Restore would refuse, so whatever Create accepts
+// restores. Files are read without following symlinks; owners are not
+// recorded; a file with several names is written once, then as hard links.
+func Create(ctx context.Context, dir string, dst io.Writer, lim Limits) (Stats, error) {
+	lim = lim.withDefaults()
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return Stats{}, fmt.Errorf("archive: open %s: %w", dir, err)
 	}
 	defer root.Close()
-	cw := &limitWriter{w: dst, limit: maxBytes}
+	sum := sha256.New()
+	cw := &limitWriter{w: io.MultiWriter(dst, sum), limit: lim.MaxBytes}
 	zw, err := gzip.NewWriterLevel(cw, gzip.DefaultCompression)
 	if err != nil {
 		return Stats{}, fmt.Errorf("archive: gzip: %w", err)
 	}
-	tw := tar.NewWriter(zw)
-	var st Stats
+	c := &creator{tw: tar.NewWriter(zw), root: root, lim: lim, inodes: map[inode]string{}}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -55,25 +93,44 @@ func Create(ctx context.Context, dir string, dst io.Writer, maxBytes int64) (Sta
 		if err != nil || rel == "." {
 			return err
 		}
-		return addEntry(tw, root, filepath.ToSlash(rel), d, &st)
+		return c.add(filepath.ToSlash(rel), d)
 	})
 	if err == nil {
-		err = tw.Close()
+		err = c.tw.Close()
 	}
 	if err == nil {
 		err = zw.Close()
 	}
+	st := c.st
 	st.Compressed = cw.n
-	if cw.over {
-		return st, &TooLargeError{Limit: maxBytes}
-	}
-	if err != nil {
+	var refused *RefusedError
+	switch {
+	case cw.over:
+		return st, &TooLargeError{Limit: lim.MaxBytes}
+	case errors.As(err, &refused):
+		return st, refused
+	case err != nil:
 		return st, fmt.Errorf("archive: create from %s: %w", dir, err)
 	}
+	st.SHA256 = hex.EncodeToString(sum.Sum(nil))
 	return st, nil
 }
 
-func addEntry(tw *tar.Writer, root *os.Root, rel string, d fs.DirEntry, st *Stats) error {
+// inode identifies a file across its hard links.
+type inode struct{ dev, ino uint64 }
+
+type creator struct {
+	tw     *tar.Writer
+	root   *os.Root
+	lim    Limits
+	st     Stats
+	inodes map[inode]string // first name of each file with several links
+}
+
+func (c *creator) add(rel string, d fs.DirEntry) error {
+	if name, err := entryName(rel); err != nil || name != rel {
+		return &RefusedError{Entry: rel, Reason: refusal(rel)}
+	}
 	info, err := d.Info()
 	if err != nil {
 		return err
@@ -83,29 +140,38 @@ func addEntry(tw *tar.Writer, root *os.Root, rel string, d fs.DirEntry, st *Stat
 	case info.IsDir():
 		hdr.Typeflag, hdr.Name = tar.TypeDir, rel+"/"
 	case info.Mode()&fs.ModeSymlink != 0:
-		target, err := root.Readlink(rel)
+		target, err := c.root.Readlink(rel)
 		if err != nil {
 			return err
 		}
 		if !linkAllowed(rel, target) {
-			st.Skipped = append(st.Skipped, rel)
+			c.st.Skipped = append(c.st.Skipped, rel)
 			return nil
 		}
 		hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, target
 	case info.Mode().IsRegular():
-		return addFile(tw, root, hdr, st)
+		return c.addFile(hdr)
 	default:
-		st.Skipped = append(st.Skipped, rel)
+		c.st.Skipped = append(c.st.Skipped, rel)
 		return nil
 	}
-	st.Entries++
-	return tw.WriteHeader(hdr)
+	c.st.Entries++
+	return c.tw.WriteHeader(hdr)
 }
 
-// addFile copies one regular file. O_NOFOLLOW and O_NONBLOCK guard against the
-// entry having become a symlink or a pipe since it was listed.
-func addFile(tw *tar.Writer, root *os.Root, hdr *tar.Header, st *Stats) error {
-	f, err := root.OpenFile(hdr.Name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+// refusal says why entryName refuses a name a folder can hold.
+func refusal(rel string) string {
+	if strings.Contains(rel, `\`) {
+		return "its name contains a backslash"
+	}
+	return "its name is not a plain relative path"
+}
+
+// addFile copies one regular file, or writes a hard link to the name it was
+// first archived under. O_NOFOLLOW and O_NONBLOCK guard against the entry
+// having become a symlink or a pipe since it was listed.
+func (c *creator) addFile(hdr *tar.Header) error {
+	f, err := c.root.OpenFile(hdr.Name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
@@ -115,18 +181,32 @@ func addFile(tw *tar.Writer, root *os.Root, hdr *tar.Header, st *Stats) error {
 		return err
 	}
 	if !info.Mode().IsRegular() {
-		st.Skipped = append(st.Skipped, hdr.Name)
+		c.st.Skipped = append(c.st.Skipped, hdr.Name)
 		return nil
 	}
+	if sys, ok := info.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
+		id := inode{dev: uint64(sys.Dev), ino: sys.Ino}
+		if first, seen := c.inodes[id]; seen {
+			hdr.Typeflag, hdr.Linkname = tar.TypeLink, first
+			c.st.Entries++
+			return c.tw.WriteHeader(hdr)
+		}
+		c.inodes[id] = hdr.Name
+	}
+	if c.st.Bytes+info.Size() > c.lim.MaxExpandedBytes {
+		return &RefusedError{Entry: hdr.Name, Reason: fmt.Sprintf(
+			"the files add up to more than the %d-byte limit a restore writes (max_expanded_bytes; a sparse file counts at its full length)",
+			c.lim.MaxExpandedBytes)}
+	}
 	hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
-	if err := tw.WriteHeader(hdr); err != nil {
+	if err := c.tw.WriteHeader(hdr); err != nil {
 		return err
 	}
-	if _, err := io.CopyN(tw, f, hdr.Size); err != nil {
+	if _, err := io.CopyN(c.tw, f, hdr.Size); err != nil {
 		return fmt.Errorf("copy %s: %w", hdr.Name, err)
 	}
-	st.Entries++
-	st.Bytes += hdr.Size
+	c.st.Entries++
+	c.st.Bytes += hdr.Size
 	return nil
 }
 

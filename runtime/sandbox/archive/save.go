@@ -2,6 +2,10 @@ package archive
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
 	"os"
 )
 
@@ -9,12 +13,12 @@ import (
 // temporary file and only put in place once complete; on any error
 // (including *TooLargeError) the temporary file is removed and the previous
 // archive is left as it was.
-func Save(ctx context.Context, store Store, id, dir string, maxBytes int64) (Info, Stats, error) {
+func Save(ctx context.Context, store Store, id, dir string, lim Limits) (Info, Stats, error) {
 	f, err := store.TempFile(id)
 	if err != nil {
 		return Info{}, Stats{}, err
 	}
-	st, err := Create(ctx, dir, f, maxBytes)
+	st, err := Create(ctx, dir, f, lim)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -30,7 +34,23 @@ func Save(ctx context.Context, store Store, id, dir string, maxBytes int64) (Inf
 		os.Remove(f.Name())
 		return Info{}, st, err
 	}
+	info.SHA256 = st.SHA256
 	return info, st, nil
+}
+
+// Checksum returns the hex sha256 of id's stored archive, to tell a complete
+// archive from one that is not the one recorded.
+func Checksum(ctx context.Context, store Store, id string) (string, error) {
+	rc, _, err := store.Open(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil {
+		return "", fmt.Errorf("archive: checksum %s: %w", id, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Load restores id's archive into dir (ErrNotExist when there is none).

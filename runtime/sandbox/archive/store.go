@@ -18,6 +18,9 @@ type Info struct {
 	ID      string
 	Bytes   int64
 	ModTime time.Time
+	// SHA256 is the archive's hex checksum when the caller just wrote it
+	// (Save, Receive); Stat and Open leave it empty.
+	SHA256 string
 }
 
 // Store keeps one archive per sandbox id. Put makes a finished temporary file
