@@ -21,6 +21,16 @@ func (r *Runtime) SetFunctionEngine(e *fn.Engine) {
 
 func (r *Runtime) functionEngine() *fn.Engine { return r.fnEngine.Load() }
 
+// FunctionLoad is what the function engine holds now, for metrics: running
+// instances, the MiB of memory they reserved, and calls waiting for room.
+// All zero on a server that runs no functions.
+func (r *Runtime) FunctionLoad() (running, reservedMB, queued int) {
+	if e := r.functionEngine(); e != nil {
+		return e.InUse()
+	}
+	return 0, 0, 0
+}
+
 var errNoEngine = &Error{Kind: KindConflict, Code: "functions_unavailable", Title: "Functions unavailable",
 	Detail: "this server runs no function engine, so it cannot install or run function packages"}
 

@@ -89,6 +89,20 @@ func TestFunctionCallsPastCapacityAre429AndRecorded(t *testing.T) {
 	<-arrived
 	<-arrived
 
+	mreq, _ := http.NewRequest("GET", e.srv.URL+"/metrics", nil)
+	mreq.Header.Set("Authorization", "Bearer "+owner)
+	if mresp, err := http.DefaultClient.Do(mreq); err != nil {
+		t.Fatal(err)
+	} else {
+		m, _ := io.ReadAll(mresp.Body)
+		mresp.Body.Close()
+		for _, want := range []string{"subako_function_instances_running 2", "subako_function_memory_reserved_bytes 1.34217728e+08"} {
+			if !strings.Contains(string(m), want) {
+				t.Fatalf("/metrics lacks %q while two 64 MiB calls run", want)
+			}
+		}
+	}
+
 	resp, body := call()
 	var p struct {
 		Code, Detail string

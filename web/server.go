@@ -63,6 +63,7 @@ func NewWithMetrics(rt *runtime.Runtime, cfg Config) (*echo.Echo, http.Handler) 
 	e.HTTPErrorHandler = h.ErrorHandler
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(functionLoad(rt)...)
 	e.Pre(checkHost(cfg.BaseURL, cfg.AllowedHosts), headAsGet)
 	e.Use(headAgain, middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, crossOrigin(), bodyLimits(), h.CheckInput)
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
@@ -191,5 +192,21 @@ func metrics(reg *prometheus.Registry) echo.MiddlewareFunc {
 			dur.WithLabelValues(route, c.Request().Method).Observe(time.Since(start).Seconds())
 			return nil
 		}
+	}
+}
+
+// functionLoad reports the function engine's capacity in use at each scrape,
+// beside its limits (--max-function-instances, --function-memory).
+func functionLoad(rt *runtime.Runtime) []prometheus.Collector {
+	gauge := func(name, help string, pick func(running, reservedMB, queued int) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return pick(rt.FunctionLoad()) })
+	}
+	return []prometheus.Collector{
+		gauge("subako_function_instances_running", "Function instances running now.",
+			func(n, _, _ int) float64 { return float64(n) }),
+		gauge("subako_function_memory_reserved_bytes", "Guest memory reserved by running function instances.",
+			func(_, mb, _ int) float64 { return float64(mb) * (1 << 20) }),
+		gauge("subako_function_calls_waiting", "Function calls waiting for an instance or memory.",
+			func(_, _, q int) float64 { return float64(q) }),
 	}
 }
