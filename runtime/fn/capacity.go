@@ -81,7 +81,11 @@ func (g *gate) acquire(ctx context.Context, memMB int) (func(), error) {
 		return release, nil
 	}
 	if len(g.queue) >= g.limits.MaxQueued {
-		err := g.refusal(memMB, fmt.Sprintf("%d calls are already waiting, the most allowed", len(g.queue)))
+		why := fmt.Sprintf("%d calls are already waiting, the most allowed (--function-queue)", len(g.queue))
+		if g.limits.MaxQueued == 0 {
+			why = "no room, and calls do not wait for it (--function-queue 0)"
+		}
+		err := g.refusal(memMB, why)
 		g.mu.Unlock()
 		return nil, err
 	}

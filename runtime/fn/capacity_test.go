@@ -67,7 +67,7 @@ func TestCallsPastCapacityAreRefusedAndRoomComesBack(t *testing.T) {
 		hold     int
 		says     string
 	}{
-		{"instances", Capacity{MaxInstances: 3, MemoryMB: 1024, MaxQueued: -1}, 3, "3 of 3 instances are running"},
+		{"instances", Capacity{MaxInstances: 3, MemoryMB: 1024, MaxQueued: -1}, 3, "no room, and calls do not wait for it (--function-queue 0): 3 of 3 instances are running"},
 		// fetcher reserves its manifest's 64 MiB.
 		{"memory", Capacity{MaxInstances: 10, MemoryMB: 128, MaxQueued: -1}, 2, "128 of 128 MiB of function memory is reserved; this call needs 64 MiB"},
 	}
