@@ -26,7 +26,7 @@ type SandboxOptions struct {
 	// MaxRunning bounds the sandboxes running at once (0: no limit).
 	MaxRunning int
 	// MinFreeDisk is the free space (bytes) under which the disk of Dir
-	// takes no new sandbox start (0: no floor).
+	// takes no new sandbox start nor archive (0: 1 GiB; negative: no floor).
 	MinFreeDisk int64
 }
 

@@ -35,6 +35,14 @@ type egressDriver struct {
 	warnOnce sync.Once
 }
 
+// RecoverWorkspace passes sandbox.WorkspaceRecoverer through to the driver.
+func (d *egressDriver) RecoverWorkspace(dir string) error {
+	if r, ok := d.Driver.(sandbox.WorkspaceRecoverer); ok {
+		return r.RecoverWorkspace(dir)
+	}
+	return nil
+}
+
 func (d *egressDriver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine, error) {
 	m, err := d.Driver.Start(ctx, spec)
 	if err != nil || spec.Network != sandbox.NetworkUnrestricted {

@@ -119,7 +119,7 @@ func execError(err error) error {
 	}
 	var disk *sandbox.DiskFullError
 	if errors.As(err, &disk) {
-		return overCapacity(disk.Error(), disk.RetryAfter)
+		return overCapacity(disk.Error(), sandbox.DiskFullRetry)
 	}
 	var missing *exec.Error // bwrap or slirp4netns not found where looked for
 	if errors.As(err, &missing) {

@@ -21,38 +21,10 @@ func (e *CapacityError) Error() string {
 		e.Running, e.Max)
 }
 
-// DiskFullError refuses an exec that would start (or restore) a sandbox
-// while the data folder's disk has less free space than Config.MinFreeDisk
-// (--min-free-disk): a start writes a workspace, and a full disk would fail
-// every write of the server (its database and audit log included).
-type DiskFullError struct {
-	Free, Min  int64
-	RetryAfter time.Duration
-}
-
-func (e *DiskFullError) Error() string {
-	return fmt.Sprintf("the server's data disk has %d MiB free, under its %d MiB floor (--min-free-disk): no sandbox starts until an operator makes room",
-		e.Free>>20, e.Min>>20)
-}
-
-// diskFullRetry is the Retry-After of a DiskFullError: room comes back when
-// an operator acts, or archives are deleted, not on a timer.
-const diskFullRetry = time.Minute
-
-// checkFreeDisk refuses a start when the data folder's disk is nearly full.
-func (m *Manager) checkFreeDisk() error {
-	if m.cfg.MinFreeDisk <= 0 {
-		return nil
-	}
-	free, err := FreeBytes(m.cfg.Dir)
-	if err != nil {
-		return err
-	}
-	if free < m.cfg.MinFreeDisk {
-		return &DiskFullError{Free: free, Min: m.cfg.MinFreeDisk, RetryAfter: diskFullRetry}
-	}
-	return nil
-}
+// DiskFullRetry is the Retry-After of a start refused for a nearly full
+// data disk (*DiskFullError): room comes back when an operator acts, or
+// archives are deleted, not on a timer.
+const DiskFullRetry = time.Minute
 
 // slots counts running machines by sandbox id. A slot is taken before a
 // machine starts (so a refused start costs no restore) and given back when
@@ -113,7 +85,7 @@ func (m *slotMachine) Stop() error {
 // long until one may be free: the soonest an idle sandbox is suspended. A
 // nearly full data disk refuses every start first.
 func (m *Manager) reserve(b *box) error {
-	if err := m.checkFreeDisk(); err != nil {
+	if err := m.checkFreeDisk("start a sandbox"); err != nil {
 		return err
 	}
 	running, ok := m.slots.take(b.id)

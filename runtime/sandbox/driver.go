@@ -48,3 +48,10 @@ type Machine interface {
 	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	Stop() error
 }
+
+// WorkspaceRecoverer is a Driver whose failed Stop can leave a workspace
+// folder in a state of its own (the local driver's disk, still mounted on
+// it). The Manager calls RecoverWorkspace before a start touches the folder.
+type WorkspaceRecoverer interface {
+	RecoverWorkspace(dir string) error
+}

@@ -38,7 +38,8 @@ type Config struct {
 	// exec that would start one more is refused with a *CapacityError.
 	MaxRunning int
 	// MinFreeDisk is the free space (bytes) the disk of Dir keeps: under
-	// it, starts are refused with a *DiskFullError (0: no floor).
+	// it, starts and archives are refused with a *DiskFullError (0: 1 GiB;
+	// negative: no floor).
 	MinFreeDisk int64
 	Limits      Limits
 	// Skills returns a session's skills as name -> host folder.
@@ -68,6 +69,8 @@ type Manager struct {
 	subs    map[int]chan Record
 	nextSub int
 	slots   *slots
+	// recoverer is the Driver's WorkspaceRecoverer, if it is one.
+	recoverer WorkspaceRecoverer
 }
 
 // box is one sandbox's in-memory state; its mutex serialises starts and
@@ -113,9 +116,10 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.MaxRunning < 0 {
 		return nil, fmt.Errorf("sandbox: max running %d: must be 0 (no limit) or more", cfg.MaxRunning)
 	}
+	recoverer, _ := cfg.Driver.(WorkspaceRecoverer)
 	sl := &slots{max: cfg.MaxRunning, running: map[string]bool{}}
 	cfg.Driver = slotDriver{Driver: cfg.Driver, slots: sl}
-	return &Manager{cfg: cfg, boxes: map[string]*box{}, subs: map[int]chan Record{}, slots: sl}, nil
+	return &Manager{cfg: cfg, boxes: map[string]*box{}, subs: map[int]chan Record{}, slots: sl, recoverer: recoverer}, nil
 }
 
 func newID() string {
@@ -169,6 +173,10 @@ func (m *Manager) acquire(ctx context.Context, key Key) (*box, Machine, error) {
 			continue
 		}
 		if b.machine == nil {
+			if err := m.recoverWorkspace(b); err != nil {
+				b.mu.Unlock()
+				return nil, nil, err
+			}
 			if err := m.reserve(b); err != nil {
 				b.mu.Unlock()
 				return nil, nil, err
@@ -185,6 +193,18 @@ func (m *Manager) acquire(ctx context.Context, key Key) (*box, Machine, error) {
 		b.mu.Unlock()
 		return b, machine, nil
 	}
+}
+
+// recoverWorkspace lets the driver put b's workspace folder back in shape
+// (b.mu held, no machine running) before the start reads or restores it.
+func (m *Manager) recoverWorkspace(b *box) error {
+	if m.recoverer == nil {
+		return nil
+	}
+	if err := m.recoverer.RecoverWorkspace(m.workspaceDir(b.id)); err != nil {
+		return fmt.Errorf("sandbox: workspace of %s: %w", b.id, err)
+	}
+	return nil
 }
 
 func boxKey(sessionID, grant string) string { return sessionID + "\x00" + grant }

@@ -38,6 +38,9 @@ const (
 	diskOld   = ".disk-old"
 )
 
+// errDiskInUse: another live server (or driver) runs this disk.
+var errDiskInUse = errors.New("locked")
+
 // workspaceDisk is one machine's mounted image.
 type workspaceDisk struct {
 	ws   string
@@ -141,7 +144,7 @@ func lockImage(img string) (*os.File, error) {
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("local: workspace disk %s is in use by another server: %w", img, err)
+		return nil, fmt.Errorf("local: workspace disk %s is in use by another server: %w", img, errDiskInUse)
 	}
 	return f, nil
 }
@@ -265,6 +268,16 @@ func recoverDisk(ws string) error {
 	return finishDisk(ws)
 }
 
+// RecoverWorkspace implements sandbox.WorkspaceRecoverer: a disk whose
+// stop could not copy it back (the host's disk full, say) stays mounted on
+// the folder; it is copied back before the lifecycle uses the folder again.
+func (d *Driver) RecoverWorkspace(ws string) error {
+	if !d.root {
+		return nil
+	}
+	return recoverDisk(ws)
+}
+
 // recoverStaleDisks runs recoverDisk for every workspace under root
 // (<root>/<id>/workspace) and every workspace disk still mounted, before the
 // lifecycle reads any workspace folder.
@@ -285,7 +298,7 @@ func recoverStaleDisks(root string) []error {
 			continue
 		}
 		seen[ws] = true
-		if err := recoverDisk(ws); err != nil {
+		if err := recoverDisk(ws); err != nil && !errors.Is(err, errDiskInUse) {
 			errs = append(errs, err)
 		}
 	}

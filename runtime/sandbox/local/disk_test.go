@@ -92,11 +92,15 @@ func TestWorkspaceDiskBoundsWhatASandboxWrites(t *testing.T) {
 
 // A server that dies with its machines leaves their disks mounted (or, after
 // a reboot, only their images): the next server copies them back into the
-// folders before the lifecycle archives them.
+// folders before the lifecycle archives them. A stop that could not copy a
+// disk back leaves it mounted too: the next start copies it back first.
 func TestWorkspaceDiskLeftByACrashIsCopiedBack(t *testing.T) {
 	needRoot(t)
-	for _, reboot := range []bool{false, true} {
-		t.Run(map[bool]string{false: "still mounted", true: "after a reboot"}[reboot], func(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		reboot, sameServer bool
+	}{{"still mounted", false, false}, {"after a reboot", true, false}, {"stop failed, same server", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			root, ws := machineWorkspace(t)
 			d := newDriver(t, Config{DiskBytes: 64 << 20, WorkspaceRoot: root})
 			m := start(t, d, sandbox.Spec{ID: "m1", WorkspaceDir: ws})
@@ -106,12 +110,19 @@ func TestWorkspaceDiskLeftByACrashIsCopiedBack(t *testing.T) {
 			m.disk = nil
 			disk.release()
 			m.Stop()
-			if reboot {
+			if tc.reboot {
 				if err := unix.Unmount(ws, 0); err != nil {
 					t.Fatal(err)
 				}
 			}
-			newDriver(t, Config{DiskBytes: 64 << 20, WorkspaceRoot: root})
+			if tc.sameServer {
+				// What the Manager calls before the next start.
+				if err := d.RecoverWorkspace(ws); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				newDriver(t, Config{DiskBytes: 64 << 20, WorkspaceRoot: root})
+			}
 			if isMountPoint(ws) {
 				t.Fatal("the disk is still mounted after the next server started")
 			}
