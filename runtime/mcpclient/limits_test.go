@@ -90,9 +90,10 @@ func TestDiscoveryKeepsWithinItsLimits(t *testing.T) {
 	}{
 		{"5,000 tools of 2 KB descriptions", mcpclient.Limits{}, 500, many(5000, 2000), 1000, nil, 4000},
 		{"description and schema sizes", mcpclient.Limits{}, 10,
-			[]*mcp.Tool{tool("fine", 100, 100), tool("wordy", 9000, 0), tool("schema", 10, 70_000), tool("edge", 8192, 0)}, 2,
+			[]*mcp.Tool{tool("fine", 100, 100), tool("wordy", 9000, 0), tool("schema", 10, 70_000), tool("edge", 8192, 0), tool(strings.Repeat("n", 200), 10, 0)}, 2,
 			map[string]string{"wordy": "description is 9000 bytes; the limit is 8 KiB (--mcp-max-description-bytes)",
-				"schema": "input schema is 70034 bytes; the limit is 64 KiB (--mcp-max-schema-bytes)"}, 0},
+				"schema":                       "input schema is 70034 bytes; the limit is 64 KiB (--mcp-max-schema-bytes)",
+				strings.Repeat("n", 128) + "…": "its name is 200 bytes; MCP tool names are 1 to 128 characters"}, 0},
 		{"a lower count", mcpclient.Limits{MaxTools: 3}, 2, many(5, 10), 3, nil, 2},
 		{"a list filling its bytes", mcpclient.Limits{MaxResponseBytes: 3000}, 2, many(6, 900), 3,
 			map[string]string{"t0003": "already fill the 3000 bytes", "t0004": "already fill", "t0005": "already fill"}, 0},

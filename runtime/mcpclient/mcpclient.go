@@ -48,8 +48,9 @@ type Discovery struct {
 	Unlisted int
 }
 
-// maxNameShown cuts the name of a skipped tool: a name is the server's to
-// choose, and a skipped one is only shown to say what was left out.
+// maxNameShown is the longest tool name kept, and where the name of a
+// skipped tool is cut: a name is the server's to choose, and a skipped one is
+// only shown to say what was left out.
 const maxNameShown = 128
 
 // Discover lists every tool of the server at url, following tools/list
@@ -99,6 +100,10 @@ func (p *Pool) listAll(ctx context.Context, cs *mcp.ClientSession, d *Discovery)
 // the tools before it already hold.
 func (p *Pool) keep(t *mcp.Tool, kept int64) (Tool, string) {
 	o := p.opts
+	if n := len(t.Name); n == 0 || n > maxNameShown {
+		// The MCP spec's own bound on a tool name; no client takes a longer one.
+		return Tool{}, fmt.Sprintf("its name is %d bytes; MCP tool names are 1 to %d characters", n, maxNameShown)
+	}
 	if n := len(t.Description); n > o.MaxDescriptionBytes {
 		return Tool{}, fmt.Sprintf("its description is %d bytes; the limit is %s (--mcp-max-description-bytes)", n, sizeWords(int64(o.MaxDescriptionBytes)))
 	}
