@@ -47,11 +47,18 @@ func (b *blockingServer) request() CallRequest {
 // n are running; wait gives their errors after b is released.
 func holdInstances(t *testing.T, e *Engine, p *Package, b *blockingServer, n int) (wait func() []error) {
 	t.Helper()
+	return hold(t, e, p, b, n, b.request())
+}
+
+// hold starts n calls of req that each fetch from b once, and returns once
+// all n are waiting on it.
+func hold(t *testing.T, e *Engine, p *Package, b *blockingServer, n int, req CallRequest) (wait func() []error) {
+	t.Helper()
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = e.Call(context.Background(), p, b.request())
+			_, errs[i] = e.Call(context.Background(), p, req)
 		})
 	}
 	for range n {
@@ -132,6 +139,49 @@ func TestAQueuedCallRunsWhenRoomFreesAndAFullQueueRefuses(t *testing.T) {
 	}
 	if err := <-queued; err != nil {
 		t.Fatalf("queued call: %v", err)
+	}
+}
+
+// TestMemoryHungryCallsPastTheBudgetAreRefused holds four calls that each
+// took 48 MiB and wait, with a budget of four 64 MiB reservations, and makes
+// sixteen more: each is refused with ErrCapacity, none of them allocates,
+// and the heap stays near what the four hold.
+// Once the four end, calls run again.
+func TestMemoryHungryCallsPastTheBudgetAreRefused(t *testing.T) {
+	e := newEngine(t, Config{Caps: Caps{MaxMemoryMB: 64}, Capacity: Capacity{MaxInstances: 50, MemoryMB: 256, MaxQueued: -1}})
+	p := load(t, e, "testdata", "hog")
+	b := startBlockingServer(t)
+	req := CallRequest{Tool: "hog", Input: []byte(`{"url": "` + b.url + `", "mib": 48}`), Origins: []string{b.url}}
+	peak := watchHeap(t)
+	wait := hold(t, e, p, b, 4, req)
+
+	var wg sync.WaitGroup
+	refused := make([]error, 16)
+	for i := range refused {
+		wg.Go(func() { _, refused[i] = e.Call(context.Background(), p, req) })
+	}
+	wg.Wait()
+	used := peak()
+	for i, err := range refused {
+		if !errors.Is(err, ErrCapacity) || !strings.Contains(err.Error(), "256 of 256 MiB of function memory is reserved") {
+			t.Fatalf("call %d past the budget = %v, want ErrCapacity naming the budget", i, err)
+		}
+	}
+	const bound = 1 << 30 // generous: the four hold 192 MiB; all twenty took 1.8 GiB of heap without the budget
+	if used > bound {
+		t.Fatalf("heap in use peaked %d MiB above its start; want under %d MiB", used>>20, bound>>20)
+	}
+	t.Logf("heap peak above start: %d MiB", used>>20)
+
+	b.release()
+	for i, err := range wait() {
+		if err != nil {
+			t.Fatalf("held call %d: %v", i, err)
+		}
+	}
+	res, err := e.Call(context.Background(), p, req)
+	if err != nil || !strings.Contains(string(res.Output), `"held_mib":48`) {
+		t.Fatalf("call after the others ended: %s, %v", res.Output, err)
 	}
 }
 
