@@ -33,6 +33,46 @@ func (h *Handlers) APIArchiveDelete(c echo.Context) error {
 	return answerEmpty(c, h.RT.ArchiveDelete(ctx(c), principal(c), c.Param("sandbox")))
 }
 
+// APIArchiveUpload is Archive.upload: the body is the .tar.gz, streamed.
+func (h *Handlers) APIArchiveUpload(c echo.Context) error {
+	out, err := h.RT.ArchiveUpload(ctx(c), principal(c), c.Param("sandbox"), c.Request().Body)
+	return answer(c, http.StatusOK, out, err)
+}
+
+// UploadArchive is Archive.upload from the console: a multipart form whose
+// "archive" file part is streamed to the runtime, never buffered whole.
+func (h *Handlers) UploadArchive(c echo.Context) error {
+	back := localPath(c.QueryParam("back"), "/sandboxes")
+	part, err := archivePart(c)
+	if err == nil {
+		_, err = h.RT.ArchiveUpload(ctx(c), principal(c), c.Param("sandbox"), part)
+	}
+	if err != nil {
+		return h.flashError(c, err, back)
+	}
+	h.flash(c, "ok", "Archive uploaded: the sandbox's next exec restores it.")
+	return redirect(c, back)
+}
+
+// archivePart finds the form's "archive" file.
+func archivePart(c echo.Context) (io.Reader, error) {
+	noFile := &runtime.Error{Kind: runtime.KindInvalid, Code: "required", Title: "Invalid input", Field: "archive",
+		Detail: "choose a .tar.gz file to upload", Fields: []runtime.FieldError{{Field: "archive", Code: "required", Detail: "choose a .tar.gz file to upload"}}}
+	mr, err := c.Request().MultipartReader()
+	if err != nil {
+		return nil, noFile
+	}
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			return nil, noFile
+		}
+		if part.FormName() == "archive" && part.FileName() != "" {
+			return part, nil
+		}
+	}
+}
+
 // DownloadArchive is Archive.download, for the API and the console alike:
 // the .tar.gz streams with its length and a file name.
 func (h *Handlers) DownloadArchive(c echo.Context) error {
@@ -168,7 +208,8 @@ func sandboxRow(s runtime.SandboxView, p runtime.Principal) pages.SandboxRow {
 		Started: fmtTimePtrOr(s.StartedAt), LastActive: fmtTimePtrOr(s.LastActiveAt),
 		Suspended: fmtTimePtrOr(s.SuspendedAt), Retired: fmtTimePtrOr(s.RetiredAt),
 		MachineTime: machineTime(s.MachineSeconds), Credits: fmt.Sprintf("%.2f SC", s.Credits),
-		ArchiveError: s.ArchiveError, ArchiveNote: s.ArchiveNote, CanDownload: p.Can("Archive.download"), CanDelete: p.Can("Archive.delete") && s.Deletable()}
+		ArchiveError: s.ArchiveError, ArchiveNote: s.ArchiveNote, CanDownload: p.Can("Archive.download"), CanDelete: p.Can("Archive.delete") && s.Deletable(),
+		CanUpload: p.Can("Archive.upload") && s.Uploadable()}
 	if s.Archive != nil {
 		r.HasArchive, r.ArchiveSize, r.ArchiveAt = true, skillSize(s.Archive.Bytes), fmtTime(s.Archive.CreatedAt)
 	}

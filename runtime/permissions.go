@@ -62,7 +62,7 @@ var memberVerbs = []string{
 // adminVerbs manage people and destroy data that cannot be rebuilt.
 var adminVerbs = []string{
 	"User.invite", "User.update", "User.remove",
-	"Archive.delete",
+	"Archive.delete", "Archive.upload",
 }
 
 // ownerVerbs are held by owners alone: naming other owners.

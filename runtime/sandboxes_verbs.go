@@ -54,6 +54,11 @@ func (v SandboxView) Deletable() bool {
 	return v.Archive != nil && v.State == string(sandbox.StateRetired)
 }
 
+// Uploadable reports whether Archive.upload would accept an archive now.
+func (v SandboxView) Uploadable() bool {
+	return v.State == string(sandbox.StateSuspended) || v.State == string(sandbox.StateRetired)
+}
+
 func (r *Runtime) sandboxView(m models.Sandbox, title string) SandboxView {
 	v := SandboxView{ID: m.ID, Session: m.SessionID, SessionTitle: title, Grant: m.GrantName,
 		Tool: tools.FullName(tools.KindSandbox, m.GrantName, tools.SandboxTool), Release: m.ReleaseName, Network: m.Network,
@@ -216,4 +221,62 @@ func (r *Runtime) ArchiveDelete(ctx context.Context, p Principal, id string) err
 		}
 		return nil
 	}, id)
+}
+
+// ArchiveUpload is Archive.upload: body (tar + gzip, at most the archive
+// limit) becomes a suspended or retired sandbox's archive once a trial
+// restore with a restore's limits accepts it, so a sandbox whose archive
+// cannot be restored is not lost for good. It clears archive_error, and
+// archive_note says who uploaded it when; a suspended sandbox's next exec
+// restores it, even over a folder kept by a failed archiving.
+func (r *Runtime) ArchiveUpload(ctx context.Context, p Principal, id string, body io.Reader) (SandboxView, error) {
+	var out SandboxView
+	err := r.run(ctx, p, "Archive.upload", func(a *act) error {
+		set := r.sandboxes()
+		if set == nil {
+			return errNoSandboxes
+		}
+		m, err := r.loadSandbox(ctx, id)
+		if err != nil {
+			return err
+		}
+		note := fmt.Sprintf("uploaded by %s at %s", p.Label, r.now().UTC().Format(time.RFC3339))
+		_, err = set.mgr.UploadArchive(ctx, id, body, note)
+		if err := uploadError(id, m.State, err); err != nil {
+			return err
+		}
+		m, err = r.loadSandbox(ctx, id)
+		if err != nil {
+			return err
+		}
+		titles, err := r.sessionTitles(ctx, []models.Sandbox{m})
+		out = r.sandboxView(m, titles[m.SessionID])
+		return err
+	}, id)
+	return out, err
+}
+
+// uploadError turns UploadArchive's refusals into answers naming the field
+// and the limit.
+func uploadError(id, state string, err error) error {
+	var tooLarge *archive.TooLargeError
+	var bad *archive.InvalidError
+	var disk *sandbox.DiskFullError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sandbox.ErrRunning):
+		return conflict("sandbox_running", fmt.Sprintf("sandbox %s is %s: an archive can be uploaded only while it is suspended or retired, "+
+			"since a running sandbox writes its own at its next suspension", id, state))
+	case errors.Is(err, sandbox.ErrNotFound):
+		return notFound("sandbox", id)
+	case errors.As(err, &tooLarge):
+		return invalid("archive", "archive_too_large", fmt.Sprintf("the archive is over the %d MiB compressed limit (max_archive_bytes %d)",
+			tooLarge.Limit>>20, tooLarge.Limit))
+	case errors.As(err, &bad):
+		return invalid("archive", "invalid_archive", fmt.Sprintf("a restore would refuse this archive, so it was not kept: %v", bad.Err))
+	case errors.As(err, &disk):
+		return overCapacity(disk.Error(), sandbox.DiskFullRetry)
+	}
+	return fmt.Errorf("runtime: upload archive of %s: %w", id, err)
 }

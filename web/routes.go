@@ -71,6 +71,7 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"Sandbox.get", http.MethodGet, "/sandboxes/:sandbox", h.APISandboxGet},
 		{"Archive.download", http.MethodGet, "/sandboxes/:sandbox/archive", h.DownloadArchive},
 		{"Archive.delete", http.MethodDelete, "/sandboxes/:sandbox/archive", h.APIArchiveDelete},
+		{"Archive.upload", http.MethodPut, "/sandboxes/:sandbox/archive", h.APIArchiveUpload},
 		{"Usage.get", http.MethodGet, "/usage", h.APIUsageGet},
 		{"User.list", http.MethodGet, "/users", h.APIUserList},
 		{"User.invite", http.MethodPost, "/users", h.APIUserInvite},
@@ -157,6 +158,7 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.GET("/sessions/:session/sandboxes", h.SessionSandboxes)
 	con.GET("/sandboxes/:sandbox/archive", h.DownloadArchive)
 	con.POST("/sandboxes/:sandbox/archive/delete", h.DeleteArchive)
+	con.POST("/sandboxes/:sandbox/archive/upload", h.UploadArchive)
 	con.GET("/functions", h.Functions)
 	con.POST("/functions", h.InstallFunction)
 	con.GET("/functions/:name/:version", h.Function)

@@ -119,10 +119,19 @@ var uploadPaths = []string{"/api/v1/functions", "/functions", "/api/v1/skills", 
 
 func bodyLimits() echo.MiddlewareFunc {
 	small := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "4M", Skipper: func(c echo.Context) bool {
-		return slices.Contains(uploadPaths, c.Request().URL.Path)
+		return slices.Contains(uploadPaths, c.Request().URL.Path) || archiveUpload(c)
 	}})
-	large := middleware.BodyLimit("64M")
+	large := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "64M", Skipper: archiveUpload})
 	return func(next echo.HandlerFunc) echo.HandlerFunc { return large(small(next)) }
+}
+
+// archiveUpload is Archive.upload (PUT on the API, POST from the console):
+// its body is streamed to disk and bounded by the archive limit (256 MiB by
+// default) in the runtime, not here.
+func archiveUpload(c echo.Context) bool {
+	p, m := c.Request().URL.Path, c.Request().Method
+	return m == http.MethodPut && strings.HasPrefix(p, "/api/v1/sandboxes/") && strings.HasSuffix(p, "/archive") ||
+		m == http.MethodPost && strings.HasPrefix(p, "/sandboxes/") && strings.HasSuffix(p, "/archive/upload")
 }
 
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
