@@ -39,7 +39,9 @@ func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecRes
 	cmd.Dir = req.Cwd
 	cmd.Env = commandEnv(baseEnv, req.Env)
 	if newPID {
-		cmd.Env = withInitEnv(cmd.Env)
+		slot := pidSlots.take()
+		defer pidSlots.give(slot)
+		cmd.Env = withInitEnv(cmd.Env, slot)
 	}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if req.Stdin != "" {

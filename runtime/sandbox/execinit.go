@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +29,12 @@ func runExecInitIfRequested() {
 		return
 	}
 	os.Unsetenv(execInitEnv)
+	if slot := os.Getenv(execSlotEnv); slot != "" {
+		os.Unsetenv(execSlotEnv)
+		// Before the command starts, so all it forks counts in the slot. A
+		// slot that cannot be joined leaves the machine's own limit.
+		_ = os.WriteFile(filepath.Join(slot, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0)
+	}
 	sh := exec.Command("/bin/sh", os.Args[1:]...)
 	sh.Stdin, sh.Stdout, sh.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := sh.Start(); err != nil {
@@ -68,9 +77,60 @@ func execInitCommand(ctx context.Context, command string, newPID bool) *exec.Cmd
 	return cmd
 }
 
-// withInitEnv adds the marker that makes the agent's executable an exec init.
-func withInitEnv(env []string) []string {
-	return append(env, execInitEnv+"=1")
+// withInitEnv adds the marker that makes the agent's executable an exec
+// init, and the pid slot (a cgroup folder) the init joins, if any.
+func withInitEnv(env []string, slot string) []string {
+	env = append(env, execInitEnv+"=1")
+	if slot != "" {
+		env = append(env, execSlotEnv+"="+slot)
+	}
+	return env
+}
+
+// ExecPidsDir is where a driver may bind the machine's per-exec pid
+// slots: cgroup folders e0, e1… whose pids.max bounds one exec each.
+const ExecPidsDir = "/.subako/pids"
+
+// execSlotEnv names the slot an exec's init joins.
+const execSlotEnv = "SUBAKO_EXEC_SLOT"
+
+// pidSlots hands each exec the least used slot, so execs running at once
+// get separate ones while there are enough.
+var pidSlots slotPool
+
+type slotPool struct {
+	once  sync.Once
+	mu    sync.Mutex
+	slots []string
+	users map[string]int
+}
+
+func (p *slotPool) take() string {
+	p.once.Do(func() {
+		p.slots, _ = filepath.Glob(filepath.Join(ExecPidsDir, "e[0-9]*"))
+		p.users = map[string]int{}
+	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := ""
+	for _, s := range p.slots {
+		if best == "" || p.users[s] < p.users[best] {
+			best = s
+		}
+	}
+	if best != "" {
+		p.users[best]++
+	}
+	return best
+}
+
+func (p *slotPool) give(slot string) {
+	if slot == "" {
+		return
+	}
+	p.mu.Lock()
+	p.users[slot]--
+	p.mu.Unlock()
 }
 
 // canNewPID reports whether this process may make pid namespaces: the local

@@ -89,8 +89,9 @@ func (t *fdTable) close() {
 }
 
 // bwrapArgs builds the command line for one machine; the caller adds
-// --info-fd, --block-fd and the command.
-func bwrapArgs(fds *fdTable, releaseRoot, agent string, spec sandbox.Spec, tmpBytes int64) ([]string, error) {
+// --info-fd, --block-fd and the command. agentMounts go under /.subako,
+// before the root is made read-only (they stay as they are).
+func bwrapArgs(fds *fdTable, releaseRoot, agent string, spec sandbox.Spec, tmpBytes int64, agentMounts ...string) ([]string, error) {
 	args := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns",
 		"--die-with-parent", "--new-session",
@@ -129,6 +130,7 @@ func bwrapArgs(fds *fdTable, releaseRoot, agent string, spec sandbox.Spec, tmpBy
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	args = append(args, "--perms", "0755", "--dir", path.Dir(agentPath), "--ro-bind-fd", agentFD, agentPath)
+	args = append(args, agentMounts...)
 	// Everything but /workspace, /tmp and /dev/shm ends read-only.
 	return append(args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/workspace"), nil
 }

@@ -149,19 +149,34 @@ func (c *cgroups) remove() error {
 	}
 	var last error
 	for _, dir := range c.dirs {
-		for try := 0; try < 50; try++ {
-			last = syscall.Rmdir(dir)
-			if last == nil || errors.Is(last, fs.ErrNotExist) {
-				last = nil
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		if err := removeCgroupTree(dir); err != nil {
+			last = err
 		}
 	}
 	if last != nil {
 		return fmt.Errorf("local: remove cgroup: %w", last)
 	}
 	return nil
+}
+
+// removeCgroupTree removes dir and the cgroups below it (a machine's exec
+// slots), deepest first.
+func removeCgroupTree(dir string) error {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			removeCgroupTree(filepath.Join(dir, e.Name()))
+		}
+	}
+	var err error
+	for try := 0; try < 50; try++ {
+		err = syscall.Rmdir(dir)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
 }
 
 // removeStaleCgroups clears folders left by a server that died: empty
@@ -180,7 +195,19 @@ func removeStaleCgroups(root string) {
 			if err != nil || !e.IsDir() || strings.HasPrefix(e.Name(), "cgroup.") || time.Since(info.ModTime()) < time.Minute {
 				continue
 			}
-			syscall.Rmdir(filepath.Join(parent, e.Name()))
+			removeStaleCgroup(filepath.Join(parent, e.Name()))
 		}
 	}
+}
+
+// removeStaleCgroup removes an abandoned machine's cgroup and its exec
+// slots, without waiting: a busy one is refused by the kernel and kept.
+func removeStaleCgroup(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			removeStaleCgroup(filepath.Join(dir, e.Name()))
+		}
+	}
+	syscall.Rmdir(dir)
 }

@@ -184,7 +184,13 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine,
 	} else if err != nil {
 		return nil, errors.Join(err, disk.detach())
 	}
-	m, err := d.launch(ctx, bwrap, releaseRoot, agent, spec, cg, disk)
+	slots := cg.pidsDir(d.cfg.CgroupRoot)
+	if slots != "" {
+		if err := makeExecSlots(slots, spec.Limits.Pids, uid, gid); err != nil {
+			return nil, errors.Join(err, cg.remove(), disk.detach())
+		}
+	}
+	m, err := d.launch(ctx, bwrap, releaseRoot, agent, spec, cg, disk, slots)
 	if err != nil {
 		cg.remove()
 		return nil, errors.Join(fmt.Errorf("local: start %s: %w", spec.ID, err), disk.detach())

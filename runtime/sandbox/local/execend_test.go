@@ -3,6 +3,8 @@ package local
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,4 +73,49 @@ func TestCommandsHoldNoCapabilities(t *testing.T) {
 			t.Errorf("a command holds a capability: %s", line)
 		}
 	}
+}
+
+// The pid limit applies per exec: while one exec holds every process its
+// limit allows (and takes any that frees up), another exec of the same
+// sandbox still starts.
+func TestForkBombLeavesRoomForAConcurrentExec(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the pid limit needs cgroups, so a root server")
+	}
+	ws := workspace(t)
+	m := start(t, newDriver(t, Config{}), sandbox.Spec{WorkspaceDir: ws, Limits: sandbox.Limits{Pids: 40}})
+	bomb := `python3 -c '
+import os, time
+n, told = 0, False
+while True:
+    try:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+    except OSError:
+        if not told:
+            open("filled", "w").write(str(n))
+            told = True'`
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Exec(ctx, sandbox.ExecRequest{Command: bomb, TimeoutSecs: 120})
+	}()
+	var filled []byte
+	waitFor(t, func() bool {
+		filled, _ = os.ReadFile(filepath.Join(ws, "filled"))
+		return len(filled) > 0
+	})
+	if n, _ := strconv.Atoi(string(filled)); n == 0 || n >= 40 {
+		t.Errorf("the bomb started %d processes, want it stopped under its limit of 40", n)
+	}
+	res, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: "sh -c 'echo a child runs'", TimeoutSecs: 30})
+	if err != nil || res.Stdout != "a child runs\n" {
+		t.Fatalf("an exec beside the bomb: %+v, %v", res, err)
+	}
+	cancel()
+	<-done
 }

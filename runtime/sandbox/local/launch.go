@@ -19,10 +19,18 @@ import (
 
 // launch starts bwrap blocked before the agent runs, puts the sandbox into
 // its cgroups and network, then lets it go and waits for the agent's hello.
-func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, spec sandbox.Spec, cg *cgroups, disk *workspaceDisk) (*Machine, error) {
+func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, spec sandbox.Spec, cg *cgroups, disk *workspaceDisk, slots string) (*Machine, error) {
 	fds := &fdTable{}
 	defer fds.close()
-	args, err := bwrapArgs(fds, releaseRoot, agent, spec, d.cfg.TmpBytes)
+	var extra []string
+	if slots != "" {
+		fd, err := fds.open(slots)
+		if err != nil {
+			return nil, fmt.Errorf("exec pid slots: %w", err)
+		}
+		extra = []string{"--bind-fd", fd, execPidsMount}
+	}
+	args, err := bwrapArgs(fds, releaseRoot, agent, spec, d.cfg.TmpBytes, extra...)
 	if err != nil {
 		return nil, err
 	}
