@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,5 +65,19 @@ func TestSandboxStartPastCapacityIs429AndRecorded(t *testing.T) {
 	}
 	if out := w.exec(first, "cat f"); out.Stdout != "one\n" {
 		t.Errorf("the running sandbox: %+v", out)
+	}
+}
+
+// Through the API, writing past --sandbox-disk fails inside the sandbox with
+// ENOSPC; the exec answers, and the sandbox goes on.
+func TestSandboxWritesPastItsDiskFailInside(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("workspace disks need a root server")
+	}
+	w := newSandboxWorld(t, sandboxConfig, local.Config{DiskBytes: 64 << 20})
+	s := w.session()
+	out := w.exec(s, "head -c 100M /dev/zero > big; echo exit=$?; rm big; echo kept > notes.txt; cat notes.txt")
+	if !strings.Contains(out.Stderr, "No space left on device") || !strings.Contains(out.Stdout, "exit=1\nkept\n") {
+		t.Fatalf("writing 100 MiB on a 64 MiB workspace: %+v; want No space left on device inside, then the sandbox going on", out)
 	}
 }
