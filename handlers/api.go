@@ -7,11 +7,13 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/tools"
 )
 
 // bindJSON decodes a request body strictly (decodeStrict): an unknown or
@@ -40,9 +42,14 @@ func jsonProblem(err error) error {
 		return &runtime.Error{Kind: runtime.KindInvalid, Code: "invalid_json", Title: "Invalid body",
 			Detail: fmt.Sprintf("the body is not valid JSON (at byte %d): %v", se.Offset, err)}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		key := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		if k, err := strconv.Unquote(key); err == nil {
+			key = k
+		}
+		// Named as a path, so even an empty or dotted key names a field.
+		field := tools.JoinPath("", key)
 		return &runtime.Error{Kind: runtime.KindInvalid, Code: "unknown_field", Title: "Invalid body", Field: field,
-			Detail: fmt.Sprintf("unknown field %q", field)}
+			Detail: fmt.Sprintf("unknown field %q", key)}
 	}
 	return &runtime.Error{Kind: runtime.KindInvalid, Code: "invalid_json", Title: "Invalid body", Detail: err.Error()}
 }

@@ -44,6 +44,8 @@ type Config struct {
 	MetricsToken, MetricsAddr string
 	// LoginThrottle bounds failed sign-ins per account and per address.
 	LoginThrottle runtime.LoginThrottle
+	// ReadyWriteTimeout bounds /readyz's write probe.
+	ReadyWriteTimeout time.Duration
 	// Limits bound function instances and what MCP servers may send (limits.go).
 	Limits limitFlags
 }
@@ -77,6 +79,8 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.LoginThrottle.PerAccount, "login-attempts-per-account", d.PerAccount, "failed sign-ins allowed per account in --login-throttle-window")
 	fs.IntVar(&c.LoginThrottle.PerAddress, "login-attempts-per-address", d.PerAddress, "failed sign-ins allowed per client address in --login-throttle-window")
 	fs.DurationVar(&c.LoginThrottle.Window, "login-throttle-window", d.Window, "window of the sign-in limits")
+	fs.DurationVar(&c.ReadyWriteTimeout, "readyz-write-timeout", runtime.DefaultReadyWriteTimeout,
+		"longest /readyz's database write may take before the server reports not ready")
 	fs.IntVar(&c.LoginThrottle.MaxKeys, "login-throttle-keys", d.MaxKeys, "accounts and addresses the sign-in throttle remembers at once (in memory, per replica)")
 	bindLimits(fs, &c.Limits)
 }
@@ -131,6 +135,9 @@ func (c *Config) validate() error {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			return fmt.Errorf("--metrics-addr %q: must be host:port", c.MetricsAddr)
 		}
+	}
+	if c.ReadyWriteTimeout <= 0 {
+		return fmt.Errorf("--readyz-write-timeout must be positive, not %s", c.ReadyWriteTimeout)
 	}
 	lt := c.LoginThrottle
 	if lt.PerAccount <= 0 || lt.PerAddress <= 0 || lt.Window <= 0 || lt.MaxKeys <= 0 {
