@@ -24,7 +24,7 @@ import (
 func queueFilter(c echo.Context) (runtime.QueueFilter, error) {
 	q := c.QueryParams()
 	f := runtime.QueueFilter{State: q.Get("state"), Agent: q.Get("agent"), Session: q.Get("session"), Grant: q.Get("grant"),
-		Tool: q.Get("tool"), Q: q.Get("q"), Order: q.Get("order")}
+		Tool: q.Get("tool"), Q: q.Get("q"), Order: q.Get("order"), Approval: q.Get("approval")}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil {
@@ -41,7 +41,7 @@ func filterQuery(f runtime.QueueFilter) string { return filterValues(f).Encode()
 
 func filterValues(f runtime.QueueFilter) url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"agent": f.Agent, "session": f.Session, "grant": f.Grant, "tool": f.Tool, "order": f.Order} {
+	for k, s := range map[string]string{"agent": f.Agent, "session": f.Session, "grant": f.Grant, "tool": f.Tool, "order": f.Order, "approval": f.Approval} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -100,7 +100,7 @@ func approvalsTitle(pending int) string {
 
 func queueView(p runtime.Principal, q runtime.Queue, f runtime.QueueFilter) pages.ApprovalQueueView {
 	v := pages.ApprovalQueueView{Pending: q.Pending, CanDecide: p.Can("Approval.approve"),
-		Back: withQuery("/approvals", filterQuery(f)), Filtered: f.Agent != "" || f.Session != "" || f.Grant != "" || f.Tool != ""}
+		Back: withQuery("/approvals", filterQuery(f)), Filtered: f.Agent != "" || f.Session != "" || f.Grant != "" || f.Tool != "" || f.Approval != ""}
 	for _, it := range q.Items {
 		v.Items = append(v.Items, approvalItem(it))
 	}

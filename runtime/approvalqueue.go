@@ -49,8 +49,10 @@ type QueueFilter struct {
 	Grant   string `query:"grant" json:"grant"`
 	Tool    string `query:"tool" json:"tool"`
 	Q       string `query:"q" json:"q"`
-	Order   string `query:"order" json:"order"` // oldest or newest
-	Limit   int    `query:"limit" json:"limit"`
+	// Approval is one approval's id: where a notification's link leads.
+	Approval string `query:"approval" json:"approval"`
+	Order    string `query:"order" json:"order"` // oldest or newest
+	Limit    int    `query:"limit" json:"limit"`
 }
 
 // QueueChoice is one value a queue filter can take, with what a person reads.
@@ -226,6 +228,9 @@ func (r *Runtime) queueQuery(ctx context.Context, f QueueFilter, now time.Time) 
 	}
 	if f.Tool != "" {
 		q = q.Where("c.tool = ?", f.Tool)
+	}
+	if f.Approval != "" {
+		q = q.Where("a.id = ?", f.Approval)
 	}
 	if f.Q != "" {
 		q = q.Where(searchClause, searchArgs(f.Q)...)

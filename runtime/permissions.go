@@ -43,7 +43,8 @@ func readOnlyVerbs() []string {
 			out = append(out, v)
 		}
 	}
-	return out
+	// Reads held by fewer than every level.
+	return append(out, "Subscription.get", "Channel.list", "Notification.list")
 }
 
 // memberVerbs build and run agents.
@@ -56,6 +57,7 @@ var memberVerbs = []string{
 	"Session.create", "Session.end", "SessionRule.revoke",
 	"ToolCall.create", "ToolCall.complete",
 	"Approval.approve", "Approval.deny",
+	"Subscription.get", "Subscription.update",
 	"Archive.download",
 }
 
@@ -63,6 +65,7 @@ var memberVerbs = []string{
 var adminVerbs = []string{
 	"User.invite", "User.update", "User.remove",
 	"Archive.delete", "Archive.upload",
+	"Channel.list", "Channel.create", "Channel.update", "Channel.delete", "Notification.list",
 }
 
 // ownerVerbs are held by owners alone: naming other owners.

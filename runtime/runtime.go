@@ -64,6 +64,8 @@ type Options struct {
 	// ReadyWriteTimeout bounds /readyz's write probe; past it the replica
 	// is not ready. Zero is DefaultReadyWriteTimeout.
 	ReadyWriteTimeout time.Duration
+	// Notify configures how approvals reach approvers (notifications.go).
+	Notify NotifyOptions
 }
 
 // Runtime holds what every verb needs.
@@ -79,6 +81,7 @@ type Runtime struct {
 	sandboxSet atomic.Pointer[sandboxSet]
 	logins     *throttle
 	ready      readiness
+	notifier   notifier
 }
 
 // New builds a Runtime over an open, migrated database.

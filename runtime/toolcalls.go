@@ -195,8 +195,12 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		if policy != tools.PolicyAsk {
 			return nil
 		}
-		return tx.Create(&models.Approval{ID: newID("apr"), ToolCallID: call.ID, SessionID: s.ID, State: ApprovalPending,
-			Scope: "call", CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.ApprovalTimeout)}).Error
+		ap := models.Approval{ID: newID("apr"), ToolCallID: call.ID, SessionID: s.ID, State: ApprovalPending,
+			Scope: "call", CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.ApprovalTimeout)}
+		if err := tx.Create(&ap).Error; err != nil {
+			return err
+		}
+		return r.enqueueNotices(tx, ap, call, s)
 	})
 	if err != nil {
 		return call, fmt.Errorf("runtime: record call: %w", err)

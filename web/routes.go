@@ -67,6 +67,13 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"Approval.list", http.MethodGet, "/approvals", h.APIApprovalList},
 		{"Approval.approve", http.MethodPost, "/approvals/:approval/approve", h.APIApprovalApprove},
 		{"Approval.deny", http.MethodPost, "/approvals/:approval/deny", h.APIApprovalDeny},
+		{"Channel.list", http.MethodGet, "/channels", h.APIChannelList},
+		{"Channel.create", http.MethodPost, "/channels", h.APIChannelCreate},
+		{"Channel.update", http.MethodPatch, "/channels/:channel", h.APIChannelUpdate},
+		{"Channel.delete", http.MethodDelete, "/channels/:channel", h.APIChannelDelete},
+		{"Notification.list", http.MethodGet, "/notifications", h.APINotificationList},
+		{"Subscription.get", http.MethodGet, "/subscription", h.APISubscriptionGet},
+		{"Subscription.update", http.MethodPut, "/subscription", h.APISubscriptionUpdate},
 		{"Sandbox.list", http.MethodGet, "/sandboxes", h.APISandboxList},
 		{"Sandbox.get", http.MethodGet, "/sandboxes/:sandbox", h.APISandboxGet},
 		{"Archive.download", http.MethodGet, "/sandboxes/:sandbox/archive", h.DownloadArchive},
@@ -153,6 +160,12 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.GET("/approvals", h.Approvals)
 	con.GET("/approvals/history", h.ApprovalHistory)
 	con.GET("/approvals/events", h.ApprovalEvents)
+	con.GET("/notifications", h.Notifications)
+	con.POST("/notifications/subscription", h.SaveSubscription)
+	con.POST("/notifications/channels", h.CreateChannel)
+	con.POST("/notifications/channels/:channel", h.UpdateChannel)
+	con.POST("/notifications/channels/:channel/rotate", h.RotateChannelSecret)
+	con.POST("/notifications/channels/:channel/delete", h.DeleteChannel)
 	con.GET("/sandboxes", h.Sandboxes)
 	con.GET("/sandboxes/events", h.SandboxEvents)
 	con.GET("/sessions/:session/sandboxes", h.SessionSandboxes)

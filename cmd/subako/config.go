@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/notify"
 	"github.com/subako/subako/runtime/vault"
 )
 
@@ -46,6 +47,9 @@ type Config struct {
 	LoginThrottle runtime.LoginThrottle
 	// ReadyWriteTimeout bounds /readyz's write probe.
 	ReadyWriteTimeout time.Duration
+	// SMTPURL and SMTPFrom send approval emails; Notify bounds deliveries.
+	SMTPURL, SMTPFrom string
+	Notify            runtime.NotifyOptions
 	// Limits bound function instances and what MCP servers may send (limits.go).
 	Limits limitFlags
 }
@@ -79,6 +83,12 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.LoginThrottle.PerAccount, "login-attempts-per-account", d.PerAccount, "failed sign-ins allowed per account in --login-throttle-window")
 	fs.IntVar(&c.LoginThrottle.PerAddress, "login-attempts-per-address", d.PerAddress, "failed sign-ins allowed per client address in --login-throttle-window")
 	fs.DurationVar(&c.LoginThrottle.Window, "login-throttle-window", d.Window, "window of the sign-in limits")
+	fs.StringVar(&c.SMTPURL, "smtp-url", "", "mail server for approval emails: smtp://user:pass@host:port (STARTTLS when offered) or smtps://…")
+	fs.StringVar(&c.SMTPFrom, "smtp-from", "", "sender address of approval emails (required with --smtp-url)")
+	fs.DurationVar(&c.Notify.Timeout, "notify-timeout", 10*time.Second, "time one notification attempt (webhook or email) may take")
+	fs.IntVar(&c.Notify.Attempts, "notify-attempts", 8, "attempts per notification before it is marked failed")
+	fs.DurationVar(&c.Notify.Backoff, "notify-backoff", 10*time.Second, "wait before the first retry of a notification, doubled after each failure (at most 30m)")
+	fs.IntVar(&c.Notify.Workers, "notify-workers", 4, "notifications delivered at once")
 	fs.DurationVar(&c.ReadyWriteTimeout, "readyz-write-timeout", runtime.DefaultReadyWriteTimeout,
 		"longest /readyz's database write may take before the server reports not ready")
 	fs.IntVar(&c.LoginThrottle.MaxKeys, "login-throttle-keys", d.MaxKeys, "accounts and addresses the sign-in throttle remembers at once (in memory, per replica)")
@@ -136,6 +146,19 @@ func (c *Config) validate() error {
 			return fmt.Errorf("--metrics-addr %q: must be host:port", c.MetricsAddr)
 		}
 	}
+	if c.Notify.Timeout <= 0 || c.Notify.Attempts <= 0 || c.Notify.Backoff <= 0 || c.Notify.Workers <= 0 {
+		return fmt.Errorf("--notify-timeout, --notify-attempts, --notify-backoff and --notify-workers must be positive")
+	}
+	if c.Notify.Attempts > 50 || c.Notify.Workers > 64 || c.Notify.Timeout > 5*time.Minute {
+		return fmt.Errorf("--notify-attempts is at most 50, --notify-workers at most 64, --notify-timeout at most 5m")
+	}
+	if c.SMTPURL != "" {
+		s, err := notify.ParseSMTP(c.SMTPURL, c.SMTPFrom)
+		if err != nil {
+			return err
+		}
+		c.Notify.SMTP = s
+	}
 	if c.ReadyWriteTimeout <= 0 {
 		return fmt.Errorf("--readyz-write-timeout must be positive, not %s", c.ReadyWriteTimeout)
 	}
@@ -177,4 +200,12 @@ func keyring(dataDir string) (*vault.Keyring, error) {
 		return nil, err
 	}
 	return vault.LoadKeyring(dataDir, os.Getenv("SUBAKO_SECRET_KEY_FILE"))
+}
+
+// notifyOptions are the notifier's settings with the console's base URL,
+// which a notification's link starts with.
+func (c *Config) notifyOptions() runtime.NotifyOptions {
+	o := c.Notify
+	o.BaseURL = c.BaseURL
+	return o
 }

@@ -62,7 +62,7 @@ func serve(args []string) error {
 		return err
 	}
 	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ApprovalTimeout: c.ApprovalTimeout, AllowPrivateEgress: c.EgressAllowPrivate, MCPLimits: c.Limits.mcpLimits(),
-		LoginThrottle: c.LoginThrottle, ReadyWriteTimeout: c.ReadyWriteTimeout})
+		LoginThrottle: c.LoginThrottle, ReadyWriteTimeout: c.ReadyWriteTimeout, Notify: c.notifyOptions()})
 	defer rt.Close()
 	if err := wireFunctions(context.Background(), rt, c.Data, c.EgressAllowPrivate, c.Limits.functionCapacity(), log); err != nil {
 		return err
@@ -86,6 +86,7 @@ func serve(args []string) error {
 	}
 	defer startSandboxes(ctx, &c, rt, log)()
 	rt.Start(ctx, 2*time.Second)
+	rt.StartNotifier(ctx)
 	log.Info("subako serving", "url", c.BaseURL, "dialect", db.Dialect, "data", c.Data)
 	if token, ok, err := rt.EnsureSetupLink(ctx); err != nil {
 		return err
