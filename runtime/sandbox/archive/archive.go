@@ -22,6 +22,10 @@ const DefaultMaxBytes int64 = 256 << 20
 // of zeros cannot fill the host's disk.
 const DefaultMaxExpandedBytes int64 = 8 << 30
 
+// DefaultMaxEntries bounds the files, folders and links of one archive, so
+// a small archive of empty entries cannot take a restore's memory.
+const DefaultMaxEntries = 1 << 20
+
 // MountPoint is where the archived folder appears inside a sandbox; absolute
 // symlinks below it point inside the workspace.
 const MountPoint = "/workspace"

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,5 +217,32 @@ func TestStoreRefusesBadIDsAndReportsMissing(t *testing.T) {
 	}
 	if err := store.Delete(ctx, "nope"); err != nil {
 		t.Errorf("Delete(missing) = %v, want nil", err)
+	}
+}
+
+// Both sides count files, folders and links against the same limit, so a
+// tree of many empty entries is refused when archiving, not at a restore.
+func TestEntryLimitIsTheSameBothWays(t *testing.T) {
+	src := t.TempDir()
+	for i := range 5 {
+		write(t, filepath.Join(src, fmt.Sprintf("f%d", i)), "", 0o644)
+	}
+	var buf bytes.Buffer
+	_, err := Create(context.Background(), src, &buf, Limits{MaxEntries: 4})
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "max_entries") {
+		t.Fatalf("create: %v, want a RefusedError naming max_entries", err)
+	}
+	buf.Reset()
+	if _, err := Create(context.Background(), src, &buf, Limits{MaxEntries: 5}); err != nil {
+		t.Fatal(err)
+	}
+	archived := buf.Bytes()
+	if _, err := Restore(context.Background(), bytes.NewReader(archived), t.TempDir(), RestoreOptions{MaxEntries: 5}); err != nil {
+		t.Errorf("restore at the limit: %v", err)
+	}
+	_, err = Restore(context.Background(), bytes.NewReader(archived), t.TempDir(), RestoreOptions{MaxEntries: 4})
+	if err == nil || !strings.Contains(err.Error(), "past the 4 files, folders and links") {
+		t.Errorf("restore past the limit: %v", err)
 	}
 }

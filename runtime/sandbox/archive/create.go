@@ -40,6 +40,9 @@ type Limits struct {
 	// file counted once and a sparse file at its full length, since that is
 	// what a restore writes (0: DefaultMaxExpandedBytes).
 	MaxExpandedBytes int64
+	// MaxEntries is the number of files, folders and links (0:
+	// DefaultMaxEntries).
+	MaxEntries int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -48,6 +51,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxExpandedBytes <= 0 {
 		l.MaxExpandedBytes = DefaultMaxExpandedBytes
+	}
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = DefaultMaxEntries
 	}
 	return l
 }
@@ -130,6 +136,9 @@ type creator struct {
 func (c *creator) add(rel string, d fs.DirEntry) error {
 	if name, err := entryName(rel); err != nil || name != rel {
 		return &RefusedError{Entry: rel, Reason: refusal(rel)}
+	}
+	if c.st.Entries >= c.lim.MaxEntries {
+		return &RefusedError{Entry: rel, Reason: fmt.Sprintf("the workspace holds more than %d files, folders and links, the most a restore unpacks (max_entries)", c.lim.MaxEntries)}
 	}
 	info, err := d.Info()
 	if err != nil {

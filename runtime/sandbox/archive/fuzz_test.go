@@ -18,7 +18,7 @@ import (
 
 // fuzzLimits are small so a fuzzed sparse file or a few hard links reach
 // them; the round trip must hold at any limit.
-var fuzzLimits = Limits{MaxBytes: 1 << 20, MaxExpandedBytes: 1 << 20}
+var fuzzLimits = Limits{MaxBytes: 1 << 20, MaxExpandedBytes: 1 << 20, MaxEntries: 40}
 
 // FuzzArchiveRoundTrip builds a folder from the input and checks that
 // archiving it either refuses with a named reason (leaving the folder as it
@@ -45,7 +45,7 @@ func FuzzArchiveRoundTrip(f *testing.F) {
 			return
 		}
 		dst := t.TempDir()
-		if _, err := Restore(context.Background(), &buf, dst, RestoreOptions{MaxExpandedBytes: fuzzLimits.MaxExpandedBytes}); err != nil {
+		if _, err := Restore(context.Background(), &buf, dst, RestoreOptions{MaxExpandedBytes: fuzzLimits.MaxExpandedBytes, MaxEntries: fuzzLimits.MaxEntries}); err != nil {
 			t.Fatalf("archived, but the restore refuses it: %v", err)
 		}
 		for _, skipped := range st.Skipped {

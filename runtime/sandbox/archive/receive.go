@@ -52,7 +52,7 @@ func Receive(ctx context.Context, store Store, id string, body io.Reader, lim Li
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return Info{}, fmt.Errorf("archive: receive %s: %w", id, err)
 	}
-	if _, err := Restore(ctx, f, scratch, RestoreOptions{MaxExpandedBytes: lim.MaxExpandedBytes}); err != nil {
+	if _, err := Restore(ctx, f, scratch, RestoreOptions{MaxExpandedBytes: lim.MaxExpandedBytes, MaxEntries: lim.MaxEntries}); err != nil {
 		if ctx.Err() != nil {
 			return Info{}, fmt.Errorf("archive: trial restore of %s: %w", id, err)
 		}

@@ -16,6 +16,8 @@ import (
 type RestoreOptions struct {
 	// MaxExpandedBytes limits the regular files' total size (0: default 8 GiB).
 	MaxExpandedBytes int64
+	// MaxEntries limits the files, folders and links (0: DefaultMaxEntries).
+	MaxEntries int
 }
 
 // Restore unpacks a tar + gzip archive into dir, which should be empty. It
@@ -26,6 +28,9 @@ type RestoreOptions struct {
 func Restore(ctx context.Context, src io.Reader, dir string, opts RestoreOptions) (Stats, error) {
 	if opts.MaxExpandedBytes <= 0 {
 		opts.MaxExpandedBytes = DefaultMaxExpandedBytes
+	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = DefaultMaxEntries
 	}
 	zr, err := gzip.NewReader(src)
 	if err != nil {
@@ -71,6 +76,9 @@ func (u *unpacker) entry(hdr *tar.Header, r io.Reader) error {
 	name, err := entryName(hdr.Name)
 	if err != nil || name == "" {
 		return err
+	}
+	if u.st.Entries >= u.opts.MaxEntries {
+		return fmt.Errorf("archive: entry %q: past the %d files, folders and links a restore unpacks (max_entries)", hdr.Name, u.opts.MaxEntries)
 	}
 	if u.links[name] {
 		return fmt.Errorf("archive: entry %q: would write through the symlink of the same name", hdr.Name)
