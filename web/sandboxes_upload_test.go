@@ -120,17 +120,14 @@ func TestArchiveUploadGivesASandboxAWayBack(t *testing.T) {
 	if _, page := owner.get(tab); sb.State != "retired" || !strings.Contains(page, `data-testid="archive-upload"`) {
 		t.Fatalf("the retired sandbox's tab offers no upload (state %s)", sb.State)
 	}
-	body, ctype := multipartForm(map[string][]byte{"archive": tarGzOf(t, [2]string{"from-console.txt", "console\n"})}, nil)
-	req, _ := http.NewRequest(http.MethodPost, w.srv.URL+"/sandboxes/"+sb.ID+"/archive/upload?back="+tab, body)
-	req.Header.Set("Content-Type", ctype)
-	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	resp, err := owner.http.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	if st, to := consoleUpload(t, w, owner, sb.ID, tab, []byte("not gzip")); st != http.StatusSeeOther || to != tab {
+		t.Fatalf("refused console upload: %d to %q", st, to)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != tab {
-		t.Fatalf("console upload: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	if _, page := owner.get(tab); !strings.Contains(page, "a restore would refuse this archive") {
+		t.Fatalf("the tab does not say why the upload was refused:\n%s", page)
+	}
+	if st, to := consoleUpload(t, w, owner, sb.ID, tab, tarGzOf(t, [2]string{"from-console.txt", "console\n"})); st != http.StatusSeeOther || to != tab {
+		t.Fatalf("console upload: %d to %q", st, to)
 	}
 	if st, _, files := w.download(w.owner, sb.ID); st != 200 || files["from-console.txt"] != "console\n" || len(files) != 1 {
 		t.Fatalf("after the console upload the archive holds %v (%d)", files, st)
@@ -145,7 +142,23 @@ func TestArchiveUploadGivesASandboxAWayBack(t *testing.T) {
 	for _, a := range acts {
 		verdicts[a.Verdict]++
 	}
-	if verdicts["allowed"] != 2 || verdicts["refused"] != 1 || verdicts["failed"] != 3 {
-		t.Errorf("Archive.upload actions: %v; want 2 allowed, the member's refused, 3 failed", verdicts)
+	if verdicts["allowed"] != 2 || verdicts["refused"] != 1 || verdicts["failed"] != 4 {
+		t.Errorf("Archive.upload actions: %v; want 2 allowed, the member's refused, 4 failed", verdicts)
 	}
+}
+
+// consoleUpload posts the Sandboxes tab's upload form as b; it returns the
+// status and where it redirects.
+func consoleUpload(t *testing.T, w sandboxWorld, b *client, id, back string, archive []byte) (int, string) {
+	t.Helper()
+	body, ctype := multipartForm(map[string][]byte{"archive": archive}, nil)
+	req, _ := http.NewRequest(http.MethodPost, w.srv.URL+"/sandboxes/"+id+"/archive/upload?back="+back, body)
+	req.Header.Set("Content-Type", ctype)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := b.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Location")
 }
