@@ -21,7 +21,6 @@ const AgentEnv = "SUBAKO_SANDBOX_AGENT"
 // set, and exits when the host closes the connection. Call it first thing in
 // main (and in TestMain), before flags are parsed or anything is opened.
 func RunAgentIfRequested() {
-	runExecInitIfRequested()
 	if os.Getenv(AgentEnv) != "1" {
 		return
 	}

@@ -17,10 +17,10 @@ import (
 const pipeGrace = 500 * time.Millisecond
 
 // runCommand runs one exec in its own pid namespace, whose first process is
-// a small init: when the command ends, or its timeout or a cancel kills the
-// init, the kernel kills everything the command started, background jobs
-// and setsid'd daemons included, so none outlives its exec or holds the
-// sandbox's pid limit. An agent that may not make namespaces (no
+// a small init (execInit): when the command ends, or its timeout or a
+// cancel kills the init, the kernel kills everything the command started,
+// background jobs and setsid'd daemons included, so none outlives its exec
+// or holds the sandbox's pid limit. An agent that may not make namespaces (no
 // CAP_SYS_ADMIN) falls back to a process group.
 func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecResult, error) {
 	req = req.WithDefaults()
@@ -41,7 +41,7 @@ func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecRes
 	if newPID {
 		slot := pidSlots.take()
 		defer pidSlots.give(slot)
-		cmd.Env = withInitEnv(cmd.Env, slot)
+		cmd.Env = withSlot(cmd.Env, slot)
 	}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if req.Stdin != "" {
