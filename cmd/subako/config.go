@@ -25,12 +25,14 @@ type Config struct {
 	SandboxIdleTimeout time.Duration
 	SandboxRetireAfter time.Duration
 	// MaxSandboxes bounds the sandboxes running at once; SandboxDisk is the
-	// size of each one's /workspace (and so what it can write on disk).
-	MaxSandboxes    int
-	SandboxDisk     byteSize
+	// size of each one's /workspace (and so what it can write on disk),
+	// SandboxTmp of its /tmp and /dev/shm (memory).
+	MaxSandboxes int
+	SandboxDisk  byteSize
+	SandboxTmp   byteSize
 	// MinFreeDisk is the data disk's floor: under it no sandbox starts and
 	// no archive is written or uploaded.
-	MinFreeDisk byteSize
+	MinFreeDisk     byteSize
 	ApprovalTimeout time.Duration
 	LogLevel        string
 	// EgressAllowPrivate lets MCP servers and function origins on loopback,
@@ -69,6 +71,8 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.MaxSandboxes, "max-sandboxes", 20, "sandboxes running at once; an exec that would start one more is refused (429 capacity)")
 	c.SandboxDisk = 2 << 30
 	fs.Var(&c.SandboxDisk, "sandbox-disk", "size of each sandbox's /workspace (e.g. 2GiB); writing past it fails inside with ENOSPC")
+	c.SandboxTmp = 512 << 20
+	fs.Var(&c.SandboxTmp, "sandbox-tmp", "size of each sandbox's /tmp and of its /dev/shm (tmpfs, in memory, charged to its memory limit)")
 	c.MinFreeDisk = 1 << 30
 	fs.Var(&c.MinFreeDisk, "min-free-disk", "free space the data disk keeps (e.g. 1GiB): under it no sandbox starts and no archive is written or uploaded")
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", 24*time.Hour, "time before a pending approval expires")
@@ -140,6 +144,9 @@ func (c *Config) validate() error {
 	}
 	if c.SandboxDisk < 64<<20 {
 		return fmt.Errorf("--sandbox-disk must be at least 64MiB, not %s", c.SandboxDisk.String())
+	}
+	if c.SandboxTmp < 1<<20 {
+		return fmt.Errorf("--sandbox-tmp must be at least 1MiB, not %s", c.SandboxTmp.String())
 	}
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {

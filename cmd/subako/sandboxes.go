@@ -35,7 +35,8 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 	}
 	var driver *local.Driver
 	if err == nil {
-		driver, err = local.New(local.Config{Logger: log, DiskBytes: int64(c.SandboxDisk), WorkspaceRoot: filepath.Join(data, "sandboxes")})
+		driver, err = local.New(local.Config{Logger: log, DiskBytes: int64(c.SandboxDisk), TmpBytes: int64(c.SandboxTmp),
+			WorkspaceRoot: filepath.Join(data, "sandboxes")})
 	}
 	var archives *archive.Local
 	if err == nil {

@@ -19,6 +19,7 @@ func TestSandboxFlags(t *testing.T) {
 		{[]string{"--sandbox-disk", "lots"}, 0, `"lots" is not a size`},
 		{[]string{"--sandbox-disk", "1MiB"}, 0, "--sandbox-disk must be at least 64MiB, not 1MiB"},
 		{[]string{"--max-sandboxes", "0"}, 0, "--max-sandboxes must be 1 or more"},
+		{[]string{"--sandbox-tmp", "0"}, 0, "--sandbox-tmp must be at least 1MiB"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
