@@ -100,7 +100,7 @@ func approvalsTitle(pending int) string {
 
 func queueView(p runtime.Principal, q runtime.Queue, f runtime.QueueFilter) pages.ApprovalQueueView {
 	v := pages.ApprovalQueueView{Pending: q.Pending, CanDecide: p.Can("Approval.approve"),
-		Back: withQuery("/approvals", filterQuery(f)), Filtered: f.Agent != "" || f.Session != "" || f.Grant != "" || f.Tool != "" || f.Approval != ""}
+		Back: withQuery("/approvals", filterQuery(f)), Filtered: f.Agent != "" || f.Session != "" || f.Grant != "" || f.Tool != "" || f.Approval != "", Approval: f.Approval}
 	for _, it := range q.Items {
 		v.Items = append(v.Items, approvalItem(it))
 	}

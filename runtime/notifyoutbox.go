@@ -238,21 +238,24 @@ func (r *Runtime) deliverDue(ctx context.Context) *sync.WaitGroup {
 		go func() {
 			defer wg.Done()
 			defer func() { <-n.slots }()
-			r.deliverOne(context.WithoutCancel(ctx), n, rec)
+			r.deliverOne(ctx, n, rec)
 		}()
 	}
 	return &wg
 }
 
-// deliverOne makes one attempt and records it.
+// deliverOne makes one attempt and records it. Stopping the server (ctx)
+// cuts the attempt short; it is still recorded, and retried after restart.
 func (r *Runtime) deliverOne(ctx context.Context, n *notifier, rec models.Notification) {
+	send := ctx
+	ctx = context.WithoutCancel(ctx)
 	msg, ch, why := r.noticeMessage(ctx, rec)
 	if why != "" {
 		r.db.WithContext(ctx).Model(&models.Notification{}).Where("id = ?", rec.ID).
 			Updates(map[string]any{"state": NotificationCancelled, "last_error": why, "claimed_until": nil})
 		return
 	}
-	actx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
+	actx, cancel := context.WithTimeout(send, n.opts.Timeout)
 	defer cancel()
 	start := time.Now()
 	status, err := r.send(actx, n, ch, rec, msg)

@@ -196,6 +196,10 @@ func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing
 	if len(decided) != 1 || decided[0].DecidedBy != "ana@example.com" {
 		t.Fatalf("approved: %+v", decided)
 	}
+	// Opened again, the link says where the approval went.
+	if _, page := owner.get(path); countTestID(page, "approval-item") != 0 || !strings.Contains(page, "/approvals/history?q="+approvalID) {
+		t.Errorf("the link after the decision shows %d approvals and no way to the history", countTestID(page, "approval-item"))
+	}
 
 	var ns []runtime.NotificationView
 	if st := w.api(w.owner, "GET", "/notifications", nil, &ns); st != 200 || len(ns) != 2 {

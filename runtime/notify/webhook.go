@@ -56,7 +56,8 @@ func (w Webhook) Send(ctx context.Context, client *http.Client, m Message, now t
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, fmt.Errorf("notify: webhook request: %w", err)
+		// Not wrapped: the parse error would quote the URL, a credential.
+		return 0, errors.New("notify: webhook request: the url cannot be used")
 	}
 	ts := now.Unix()
 	req.Header.Set("Content-Type", "application/json")
