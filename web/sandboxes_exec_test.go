@@ -74,7 +74,7 @@ func TestSandboxExecBadInputNamesFieldAndLimit(t *testing.T) {
 		field, want string
 	}{
 		{map[string]any{"command": "true", "cwd": "relative/dir"}, "input.cwd", "\"relative/dir\" must be an absolute path"},
-		{map[string]any{"command": "echo \x00"}, "input.command", "must not contain a NUL byte"},
+		{map[string]any{"command": "echo \x00"}, "input.command", "NUL"},
 		{map[string]any{"command": "wc -c", "stdin": strings.Repeat("é", 900_000)}, "input.stdin", "is 1800000 bytes, the limit is 1048576 (1 MiB)"},
 	}
 	for _, tc := range cases {
