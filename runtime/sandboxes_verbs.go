@@ -268,6 +268,9 @@ func uploadError(id, state string, err error) error {
 	case errors.Is(err, sandbox.ErrRunning):
 		return conflict("sandbox_running", fmt.Sprintf("sandbox %s is %s: an archive can be uploaded only while it is suspended or retired, "+
 			"since a running sandbox writes its own at its next suspension", id, state))
+	case errors.Is(err, sandbox.ErrChangedDuringUpload):
+		return conflict("sandbox_changed", fmt.Sprintf("sandbox %s ran and was archived again while the upload was read: "+
+			"its newer archive is kept; upload again if it should still be replaced", id))
 	case errors.Is(err, sandbox.ErrNotFound):
 		return notFound("sandbox", id)
 	case errors.As(err, &tooLarge):

@@ -14,31 +14,24 @@ import (
 // workspace is live, and its next suspension would replace the archive.
 var ErrRunning = errors.New("sandbox: an archive can only be uploaded to a suspended or retired sandbox")
 
+// ErrChangedDuringUpload is returned when the sandbox wrote a new archive
+// while an upload was being read: the newer archive is kept.
+var ErrChangedDuringUpload = errors.New("sandbox: the sandbox ran and wrote a new archive while the upload was read")
+
 // UploadArchive makes body (tar + gzip) a suspended or retired sandbox's
 // archive, once it passed a trial restore with the limits of a real one; a
 // refused upload changes nothing. It clears archive_error and sets
 // archive_note to note. A suspended sandbox's kept folder (from a failed
 // archiving) is dropped: the next exec restores the uploaded archive.
+//
+// The body is read and checked before the sandbox is locked, so a slow
+// upload holds up neither the sandbox's execs nor the lifecycle's tick.
 func (m *Manager) UploadArchive(ctx context.Context, id string, body io.Reader, note string) (Record, error) {
-	for {
-		stored, err := m.cfg.Store.Get(ctx, id)
-		if err != nil {
-			return Record{}, err
-		}
-		b := m.adopt(stored)
-		b.mu.Lock()
-		if b.gone {
-			b.mu.Unlock()
-			continue // retired meanwhile: look it up again
-		}
-		rec, err := m.uploadLocked(ctx, b, body, note)
-		b.mu.Unlock()
-		return rec, err
+	before, err := m.cfg.Store.Get(ctx, id)
+	if err != nil {
+		return Record{}, err
 	}
-}
-
-func (m *Manager) uploadLocked(ctx context.Context, b *box, body io.Reader, note string) (Record, error) {
-	if b.machine != nil || b.rec.State != StateSuspended && b.rec.State != StateRetired {
+	if before.State != StateSuspended && before.State != StateRetired {
 		return Record{}, ErrRunning
 	}
 	if err := m.checkFreeDisk("upload an archive"); err != nil {
@@ -52,9 +45,39 @@ func (m *Manager) uploadLocked(ctx context.Context, b *box, body io.Reader, note
 	if err != nil {
 		return Record{}, fmt.Errorf("sandbox: trial restore folder: %w", err)
 	}
-	defer os.RemoveAll(scratch)
 	lim := archive.Limits{MaxBytes: m.cfg.MaxArchiveBytes, MaxExpandedBytes: m.cfg.MaxExpandedBytes}
-	info, err := archive.Receive(ctx, m.cfg.Archives, b.rec.ID, body, lim, scratch)
+	staged, err := archive.Stage(ctx, m.cfg.Archives, id, body, lim, scratch)
+	os.RemoveAll(scratch)
+	if err != nil {
+		return Record{}, err
+	}
+	defer staged.Discard()
+	for {
+		stored, err := m.cfg.Store.Get(ctx, id)
+		if err != nil {
+			return Record{}, err
+		}
+		b := m.adopt(stored)
+		b.mu.Lock()
+		if b.gone {
+			b.mu.Unlock()
+			continue // retired meanwhile: look it up again
+		}
+		rec, err := m.commitUpload(ctx, b, staged, before, note)
+		b.mu.Unlock()
+		return rec, err
+	}
+}
+
+// commitUpload puts the staged archive in place and records it (b.mu held).
+func (m *Manager) commitUpload(ctx context.Context, b *box, staged *archive.Staged, before Record, note string) (Record, error) {
+	if b.machine != nil || b.rec.State != StateSuspended && b.rec.State != StateRetired {
+		return Record{}, ErrRunning
+	}
+	if !b.rec.ArchiveAt.Equal(before.ArchiveAt) || b.rec.ArchiveSHA256 != before.ArchiveSHA256 {
+		return Record{}, ErrChangedDuringUpload
+	}
+	info, err := staged.Commit(ctx)
 	if err != nil {
 		return Record{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +135,35 @@ func TestRecoverKeepsTheFolderWhenTheArchiveIsNotTheRecordedOne(t *testing.T) {
 	}
 	if res := e.exec("cat notes.txt"); res.Stdout != "precious\n" {
 		t.Errorf("after recovery: %q, want the kept folder", res.Stdout)
+	}
+}
+
+// An upload is read before the sandbox is locked: an exec (and the
+// lifecycle's tick) goes on while a slow client sends it, and an archive
+// the sandbox wrote meanwhile is not replaced by the older upload.
+func TestSlowUploadHoldsUpNothing(t *testing.T) {
+	e := newEnv(t, nil)
+	e.exec("echo v1 > notes.txt")
+	e.tick(sandbox.DefaultIdleTimeout)
+	id := e.rec().ID
+	upload := archiveOf(t, map[string]string{"notes.txt": "uploaded\n"})
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.mgr.UploadArchive(context.Background(), id, pr, "uploaded")
+		done <- err
+	}()
+	pw.Write(upload[:10]) // returns once the upload is reading
+	if res := e.exec("cat notes.txt; echo v2 > notes.txt"); res.Stdout != "v1\n" {
+		t.Fatalf("exec during the upload: %+v", res)
+	}
+	e.tick(sandbox.DefaultIdleTimeout)
+	pw.Write(upload[10:])
+	pw.Close()
+	if err := <-done; !errors.Is(err, sandbox.ErrChangedDuringUpload) {
+		t.Fatalf("upload = %v, want ErrChangedDuringUpload", err)
+	}
+	if got := e.archived(id)["notes.txt"]; got != "v2\n" {
+		t.Errorf("archive holds %q, want the sandbox's newer v2", got)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"os"
 )
 
-// InvalidError is returned by Receive for an upload that a restore would
+// InvalidError is returned by Stage for an upload that a restore would
 // refuse; nothing was replaced.
 type InvalidError struct{ Err error }
 
@@ -19,53 +19,80 @@ func (e *InvalidError) Error() string {
 
 func (e *InvalidError) Unwrap() error { return e.Err }
 
-// Receive makes body (tar + gzip) id's archive, in one step and only once
-// it passed the checks and limits of a restore: it is read into a temporary
-// file of at most lim.MaxBytes (else *TooLargeError), restored for a trial
-// into the empty folder scratch (which the caller removes), and refused
-// with *InvalidError when that restore fails. The returned Info carries the
-// archive's checksum.
-func Receive(ctx context.Context, store Store, id string, body io.Reader, lim Limits, scratch string) (Info, error) {
+// Staged is an uploaded archive that passed its checks, waiting in a
+// temporary file of the store to replace id's archive.
+type Staged struct {
+	store  Store
+	id     string
+	path   string
+	sha256 string
+}
+
+// Stage reads body (tar + gzip) into a temporary file of at most
+// lim.MaxBytes (else *TooLargeError) and restores it for a trial into the
+// empty folder scratch, which the caller removes: an archive a restore
+// would refuse is refused with *InvalidError. Nothing is replaced until
+// Commit; Discard drops it.
+func Stage(ctx context.Context, store Store, id string, body io.Reader, lim Limits, scratch string) (*Staged, error) {
 	lim = lim.withDefaults()
 	f, err := store.TempFile(id)
 	if err != nil {
-		return Info{}, err
+		return nil, err
 	}
-	keep := false
-	defer func() {
-		if !keep {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	s := &Staged{store: store, id: id, path: f.Name()}
+	if err := s.fill(ctx, f, body, lim, scratch); err != nil {
+		f.Close()
+		s.Discard()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		s.Discard()
+		return nil, fmt.Errorf("archive: receive %s: %w", id, err)
+	}
+	return s, nil
+}
+
+func (s *Staged) fill(ctx context.Context, f *os.File, body io.Reader, lim Limits, scratch string) error {
 	sum := sha256.New()
 	lw := &limitWriter{w: io.MultiWriter(f, sum), limit: lim.MaxBytes}
 	if _, err := io.Copy(lw, body); err != nil {
 		if lw.over {
-			return Info{}, &TooLargeError{Limit: lim.MaxBytes}
+			return &TooLargeError{Limit: lim.MaxBytes}
 		}
-		return Info{}, fmt.Errorf("archive: receive %s: %w", id, err)
+		return fmt.Errorf("archive: receive %s: %w", s.id, err)
 	}
 	if err := f.Sync(); err != nil {
-		return Info{}, fmt.Errorf("archive: receive %s: %w", id, err)
+		return fmt.Errorf("archive: receive %s: %w", s.id, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return Info{}, fmt.Errorf("archive: receive %s: %w", id, err)
+		return fmt.Errorf("archive: receive %s: %w", s.id, err)
 	}
-	if _, err := Restore(ctx, f, scratch, RestoreOptions{MaxExpandedBytes: lim.MaxExpandedBytes, MaxEntries: lim.MaxEntries}); err != nil {
+	opts := RestoreOptions{MaxExpandedBytes: lim.MaxExpandedBytes, MaxEntries: lim.MaxEntries}
+	if _, err := Restore(ctx, f, scratch, opts); err != nil {
 		if ctx.Err() != nil {
-			return Info{}, fmt.Errorf("archive: trial restore of %s: %w", id, err)
+			return fmt.Errorf("archive: trial restore of %s: %w", s.id, err)
 		}
-		return Info{}, &InvalidError{Err: err}
+		return &InvalidError{Err: err}
 	}
-	if err := f.Close(); err != nil {
-		return Info{}, fmt.Errorf("archive: receive %s: %w", id, err)
-	}
-	info, err := store.Put(ctx, id, f.Name())
+	s.sha256 = hex.EncodeToString(sum.Sum(nil))
+	return nil
+}
+
+// Commit makes the staged file id's archive in one step.
+func (s *Staged) Commit(ctx context.Context) (Info, error) {
+	info, err := s.store.Put(ctx, s.id, s.path)
 	if err != nil {
 		return Info{}, err
 	}
-	keep = true
-	info.SHA256 = hex.EncodeToString(sum.Sum(nil))
+	s.path = ""
+	info.SHA256 = s.sha256
 	return info, nil
+}
+
+// Discard removes the staged file unless it was committed.
+func (s *Staged) Discard() {
+	if s.path != "" {
+		os.Remove(s.path)
+		s.path = ""
+	}
 }
