@@ -71,6 +71,9 @@ func TestWorkspaceDiskBoundsWhatASandboxWrites(t *testing.T) {
 	if res := run(t, m, "rm big && echo made room > after.txt && cat after.txt"); res.Stdout != "made room\n" {
 		t.Errorf("after removing the big file: %+v", res)
 	}
+	// What the copy back must carry: links, a pipe, a socket, a sparse file.
+	run(t, m, `ln after.txt hard && ln -s after.txt soft && mkfifo pipe && truncate -s 1G sparse &&
+python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("sock")'`)
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +90,26 @@ func TestWorkspaceDiskBoundsWhatASandboxWrites(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "big")); err == nil {
 		t.Error("big is back after Stop")
+	}
+	var a, h, sp unix.Stat_t
+	unix.Stat(filepath.Join(ws, "after.txt"), &a)
+	unix.Stat(filepath.Join(ws, "hard"), &h)
+	if a.Ino == 0 || a.Ino != h.Ino {
+		t.Error("the hard link is a copy after Stop")
+	}
+	if err := unix.Stat(filepath.Join(ws, "sparse"), &sp); err != nil || sp.Size != 1<<30 || sp.Blocks > 8 {
+		t.Errorf("the sparse file after Stop: %d bytes in %d blocks, %v", sp.Size, sp.Blocks, err)
+	}
+	for name, mode := range map[string]os.FileMode{"soft": os.ModeSymlink, "pipe": os.ModeNamedPipe, "sock": os.ModeSocket} {
+		if fi, err := os.Lstat(filepath.Join(ws, name)); err != nil || fi.Mode().Type() != mode {
+			t.Errorf("%s after Stop: %v, %v", name, fi, err)
+		}
+	}
+	// And into the next run's disk.
+	again := start(t, d, sandbox.Spec{ID: "m1", WorkspaceDir: ws})
+	res = run(t, again, "stat -c '%h %s' after.txt sparse; test -p pipe && test -S sock && test -L soft && cat soft")
+	if res.Stdout != "2 10\n1 1073741824\nmade room\n" {
+		t.Errorf("the next run's workspace: %+v", res)
 	}
 }
 
