@@ -25,6 +25,8 @@ var crashSteps = []string{
 	"suspend.stopped", "suspend.archived", "suspend.recorded", "suspend.moved", "suspend.deleting",
 	"restore.unpacked", "restore.swapped", "start.recorded",
 	"retire.recorded", "retire.moved",
+	// A crash during the recovery of a crash: Recover is run again.
+	"suspend.recorded+recover.moved", "suspend.recorded+recover.deleting", "retire.recorded+recover.moved",
 }
 
 // The crash child's environment: the step to die at, and where the world
@@ -54,12 +56,14 @@ func TestCrashAtEveryStepLosesNothing(t *testing.T) {
 			dataDir, dbURL := modelstest.Fresh(t)
 			db := openCrashDB(t, dataDir, dbURL, true)
 
-			child := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-			child.Env = append(os.Environ(), envCrashStep+"="+step, envCrashBase+"="+base, envCrashData+"="+dataDir, envCrashDB+"="+dbURL)
-			out, err := child.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("the child was not killed at %s: %v\n%s", step, err, out)
+			for _, at := range strings.Split(step, "+") {
+				child := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+				child.Env = append(os.Environ(), envCrashStep+"="+at, envCrashBase+"="+base, envCrashData+"="+dataDir, envCrashDB+"="+dbURL)
+				out, err := child.CombinedOutput()
+				var exit *exec.ExitError
+				if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("the child was not killed at %s: %v\n%s", at, err, out)
+				}
 			}
 			want, err := os.ReadFile(filepath.Join(base, "expected"))
 			if err != nil {
@@ -96,6 +100,19 @@ func TestCrashChild(t *testing.T) {
 	}
 	base := os.Getenv(envCrashBase)
 	db := openCrashDB(t, os.Getenv(envCrashData), os.Getenv(envCrashDB), false)
+	arm := func() {
+		sandbox.SetFailpoint(func(at string) {
+			if at == step {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		})
+	}
+	if strings.HasPrefix(step, "recover.") {
+		// A restarted server, killed while it recovers from the last crash.
+		arm()
+		crashManager(t, base, db, crashEpoch.Add(12*time.Hour)).Recover(context.Background())
+		t.Fatalf("the failpoint %s was never reached", step)
+	}
 	clock := sandbox.NewManualClock(crashEpoch)
 	mgr := crashManagerOn(t, base, db, clock)
 	run := func(cmd string) string {
@@ -117,13 +134,6 @@ func TestCrashChild(t *testing.T) {
 	run(`echo changed > d0/f0; rm d1/f1; mkdir new; for i in $(seq 0 99); do echo "new $i" > new/g$i; done`)
 	if err := os.WriteFile(filepath.Join(base, "expected"), []byte(run(hashWorkspace)), 0o644); err != nil {
 		t.Fatal(err)
-	}
-	arm := func() {
-		sandbox.SetFailpoint(func(at string) {
-			if at == step {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			}
-		})
 	}
 	switch strings.Split(step, ".")[0] {
 	case "suspend":
