@@ -174,9 +174,13 @@ func finishDisk(ws string) error {
 		if !isMountPoint(ws) {
 			// A machine that crashed with its server and a reboot since:
 			// the image holds the newest files, so mount it again.
-			if err := exec.Command("mount", "-o", "loop,nodev,nosuid,noatime", img, ws).Run(); err != nil {
-				// An image that never got mounted (a crash while it was
-				// made): the folder underneath is still the truth.
+			if out, err := exec.Command("mount", "-o", "loop,nodev,nosuid,noatime", img, ws).CombinedOutput(); err != nil {
+				if isExt4(img) {
+					return fmt.Errorf("local: the workspace disk %s holds the newest files of %s but does not mount: %v: %s",
+						img, ws, err, strings.TrimSpace(string(out)))
+				}
+				// An image a crash left half made: the folder underneath
+				// is still the truth.
 				return os.Remove(img)
 			}
 		}
@@ -218,6 +222,19 @@ func finishDisk(ws string) error {
 		}
 	}
 	return nil
+}
+
+// isExt4 reports whether img carries an ext4 superblock, which mkfs writes
+// last: an image without one never held a sandbox's files.
+func isExt4(img string) bool {
+	f, err := os.Open(img)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 2)
+	_, err = f.ReadAt(magic, 1024+0x38)
+	return err == nil && magic[0] == 0x53 && magic[1] == 0xEF
 }
 
 // syncDir makes what was written under dir durable: the copy must be on

@@ -168,3 +168,23 @@ func TestTmpIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// An image a crash left half made (no file system yet) held no sandbox's
+// files: the next server drops it and keeps the folder as it is.
+func TestHalfMadeWorkspaceDiskIsDropped(t *testing.T) {
+	needRoot(t)
+	root, ws := machineWorkspace(t)
+	f, err := os.Create(ws + diskImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(64 << 20)
+	f.Close()
+	newDriver(t, Config{DiskBytes: 64 << 20, WorkspaceRoot: root})
+	if left := leftovers(t, ws); len(left) != 0 {
+		t.Errorf("left next to the workspace: %v", left)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "kept.txt")); err != nil || string(b) != "from before\n" {
+		t.Errorf("kept.txt: %q, %v", b, err)
+	}
+}
