@@ -135,8 +135,13 @@ func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing
 	bo := w.person(owner, "bo@example.com", "member")
 	w.person(owner, "vic@example.com", "viewer") // may not decide: never emailed
 
-	// Bo hears of nothing; Ana keeps the default (everything she may decide).
-	if resp, _ := bo.post("/notifications/subscription", url.Values{"mode": {"none"}}); resp.StatusCode != http.StatusSeeOther {
+	// Bo hears only of the "loud" grant; Ana keeps the default (everything
+	// she may decide). A choice of nothing is refused, naming the field.
+	if resp, page := bo.post("/notifications/subscription", url.Values{"mode": {"some"}}); resp.StatusCode != http.StatusUnprocessableEntity ||
+		!strings.Contains(page, "choose at least one agent or grant") {
+		t.Fatalf("an empty choice answered %d", resp.StatusCode)
+	}
+	if resp, _ := bo.post("/notifications/subscription", url.Values{"mode": {"some"}, "grants": {"loud"}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("saving Bo's choice answered %d", resp.StatusCode)
 	}
 	if resp, page := owner.post("/notifications/channels", url.Values{"name": {"approvers by mail"}, "kind": {"email"}}); resp.StatusCode != http.StatusSeeOther {
@@ -157,7 +162,7 @@ func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing
 		}
 	}
 	if len(got) != 2 || got["ana@example.com"].data == nil || got["owner@example.com"].data == nil {
-		t.Fatalf("emails went to %v; want Ana and the owner (may decide, subscribed), not Bo (none) nor Vic (viewer)", keys(got))
+		t.Fatalf("emails went to %v; want Ana and the owner (may decide, subscribed), not Bo (grant loud only) nor Vic (viewer)", keys(got))
 	}
 	msg, err := mail.ReadMessage(bytes.NewReader(got["ana@example.com"].data))
 	if err != nil {
@@ -201,8 +206,21 @@ func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing
 		t.Errorf("the link after the decision shows %d approvals and no way to the history", countTestID(page, "approval-item"))
 	}
 
+	// A call under the "loud" grant reaches Bo too.
+	<-w.callAsync(sess.Token, sess.ID, "mcp__loud__echo", map[string]any{"message": "hi"}, 0)
+	w.rt.DeliverNotifications(t.Context())
+	var toBo int
+	for _, m := range mb.messages() {
+		if slices.Contains(m.to, "bo@example.com") {
+			toBo++
+		}
+	}
+	if n := len(mb.messages()); n != 5 || toBo != 1 {
+		t.Fatalf("after the loud call %d emails were sent, %d to Bo; want 5 in all, 1 to Bo", n, toBo)
+	}
+
 	var ns []runtime.NotificationView
-	if st := w.api(w.owner, "GET", "/notifications", nil, &ns); st != 200 || len(ns) != 2 {
+	if st := w.api(w.owner, "GET", "/notifications?approval="+approvalID, nil, &ns); st != 200 || len(ns) != 2 {
 		t.Fatalf("Notification.list: %d, %d notifications", st, len(ns))
 	}
 	for _, n := range ns {
@@ -307,6 +325,20 @@ func TestSignedWebhookIsRetriedWithBackoffAndRecorded(t *testing.T) {
 	slack := startReceiver(t)
 	hook := w.createHook(failing, "ops hook", "json")
 	sl := w.createHook(slack, "ops slack", "slack")
+	// A channel for another agent hears nothing of this one's calls.
+	other := startReceiver(t)
+	var ag struct{ ID string }
+	if st := w.api(w.owner, "POST", "/agents", map[string]any{"name": "other"}, &ag); st != 201 {
+		t.Fatalf("Agent.create: %d", st)
+	}
+	var p problem
+	if st := w.api(w.owner, "POST", "/channels", map[string]any{"name": "x", "kind": "webhook", "url": other.srv.URL + hookPath, "agents": []string{"nope"}}, &p); st != 422 || p.Field != "agents[0]" {
+		t.Errorf("an unknown agent: %d %+v", st, p)
+	}
+	var oc runtime.ChannelView
+	if st := w.api(w.owner, "POST", "/channels", map[string]any{"name": "other only", "kind": "webhook", "url": other.srv.URL + hookPath, "agents": []string{"other"}}, &oc); st != 201 || len(oc.Agents) != 1 || oc.Agents[0] != ag.ID {
+		t.Fatalf("Channel.create for one agent: %d %+v", st, oc)
+	}
 
 	sess := w.session(w.vault)
 	<-w.callAsync(sess.Token, sess.ID, getEnv, map[string]any{}, 0)
@@ -369,6 +401,9 @@ func TestSignedWebhookIsRetriedWithBackoffAndRecorded(t *testing.T) {
 	}
 	if sn := w.notification(sl.ID); sn.State != "delivered" {
 		t.Errorf("Slack notification: %s", sn.State)
+	}
+	if other.count() != 0 {
+		t.Errorf("the channel of another agent was called %d times", other.count())
 	}
 
 	// The page shows every attempt; neither the secret nor the URL's path
