@@ -131,8 +131,17 @@ func TestHostHeaderChecked(t *testing.T) {
 			t.Errorf("Host %s answered %d, want %d", host, resp.StatusCode, want)
 		}
 	}
+	// "*" turns the check off, for a proxy that checks Host itself.
+	open := httptest.NewServer(web.New(rt, web.Config{BaseURL: "https://subako.example.com", AllowedHosts: []string{"*"},
+		CookieHashKey: key, CookieBlockKey: key, Log: quiet}))
+	defer open.Close()
+	req, _ := http.NewRequest(http.MethodGet, open.URL+"/login", nil)
+	req.Host = "anything.example"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("with --allowed-hosts '*' another Host answered %v %v", resp, err)
+	}
 	// Probes address a pod by its IP: health checks answer whatever the Host.
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/healthz", nil)
+	req, _ = http.NewRequest(http.MethodGet, srv.URL+"/healthz", nil)
 	req.Host = "10.1.2.3:8080"
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz with a pod IP: %v %v", resp, err)
