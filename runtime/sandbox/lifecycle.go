@@ -81,6 +81,11 @@ func (m *Manager) prepareWorkspace(ctx context.Context, rec *Record) error {
 		return nil
 	}
 	if _, err := m.cfg.Archives.Stat(ctx, rec.ID); errors.Is(err, archive.ErrNotExist) {
+		// Starting empty: a leftover folder (of a retirement cut short, say)
+		// is not this sandbox's /workspace any more.
+		if err := m.discard(ws, "start"); err != nil {
+			return fmt.Errorf("sandbox: clear workspace of %s: %w", rec.ID, err)
+		}
 		if err := os.MkdirAll(ws, 0o755); err != nil {
 			return fmt.Errorf("sandbox: create workspace of %s: %w", rec.ID, err)
 		}
