@@ -19,8 +19,8 @@ import (
 // or a JSON body (where it also refuses repeated keys and trailing data).
 // PostgreSQL refuses such text with an error that would surface as a 500
 // and take the verb's Action with it; SQLite would keep it. Both answer a 422
-// naming the field instead. Multipart uploads are checked by their handlers:
-// parsing them here would read whole files into memory.
+// naming the field instead. Multipart uploads and raw bodies are checked by
+// their handlers: some stream them, and reading them here would buffer them.
 func (h *Handlers) CheckInput(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		for i, name := range c.ParamNames() {
@@ -49,8 +49,11 @@ func (h *Handlers) CheckInput(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		media, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+		api := strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, "/mcp/")
 		switch {
-		case media == echo.MIMEApplicationForm:
+		// The API takes no forms: an upload sent as one (curl --data-binary
+		// says so by default) is a raw body its handler streams, left unread.
+		case media == echo.MIMEApplicationForm && !api:
 			form, err := c.FormParams()
 			if err != nil {
 				return &runtime.Error{Kind: runtime.KindInvalid, Code: "body_unreadable", Title: "Invalid body", Detail: err.Error()}
@@ -60,8 +63,9 @@ func (h *Handlers) CheckInput(next echo.HandlerFunc) echo.HandlerFunc {
 					return err
 				}
 			}
-		case media == echo.MIMEApplicationJSON || strings.HasSuffix(media, "+json") ||
-			(media == "" && (strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, "/mcp/"))):
+		// A body without a type is left to its handler: the API's decode it
+		// strictly themselves (bindJSON, the agent config's Parse).
+		case media == echo.MIMEApplicationJSON || strings.HasSuffix(media, "+json"):
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
 				return err // over the size limit: the body limit's own 413
