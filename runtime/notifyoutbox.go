@@ -34,6 +34,9 @@ type NotifyOptions struct {
 	Workers int
 	// Poll is how often the outbox is read when no event wakes the notifier.
 	Poll time.Duration
+	// Retention is how long finished notifications and their attempts are
+	// kept (--notify-retention), so the outbox does not grow without end.
+	Retention time.Duration
 }
 
 // Notification states.
@@ -66,6 +69,9 @@ func (o NotifyOptions) withDefaults() NotifyOptions {
 	}
 	if o.Poll <= 0 {
 		o.Poll = 2 * time.Second
+	}
+	if o.Retention <= 0 {
+		o.Retention = 30 * 24 * time.Hour
 	}
 	return o
 }
@@ -186,6 +192,7 @@ func (r *Runtime) StartNotifier(ctx context.Context) {
 		defer stop()
 		t := time.NewTicker(n.opts.Poll)
 		defer t.Stop()
+		var pruned time.Time // zero: the first tick prunes
 		for {
 			select {
 			case <-ctx.Done():
@@ -198,6 +205,10 @@ func (r *Runtime) StartNotifier(ctx context.Context) {
 					continue
 				}
 			case <-t.C:
+				if time.Since(pruned) > time.Hour {
+					r.PruneNotifications(ctx)
+					pruned = time.Now()
+				}
 			}
 			r.deliverDue(ctx)
 		}
@@ -351,4 +362,21 @@ func (r *Runtime) SMTPServer() string {
 		return ""
 	}
 	return r.opts.Notify.SMTP.Server()
+}
+
+// PruneNotifications deletes finished notifications (delivered, failed,
+// cancelled) older than the retention, with their attempts. Pending ones
+// are kept whatever their age: they end by delivery or by their attempts.
+func (r *Runtime) PruneNotifications(ctx context.Context) {
+	cutoff := r.now().Add(-r.notifierState().opts.Retention)
+	old := r.db.WithContext(ctx).Model(&models.Notification{}).Select("id").Where("state <> ? AND created_at < ?", NotificationPending, cutoff)
+	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("notification_id IN (?)", old).Delete(&models.NotificationAttempt{}).Error; err != nil {
+			return err
+		}
+		return tx.Where("state <> ? AND created_at < ?", NotificationPending, cutoff).Delete(&models.Notification{}).Error
+	})
+	if err != nil && ctx.Err() == nil {
+		r.opts.Log.Warn("runtime: prune notifications", "err", err)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
+	"github.com/subako/subako/models"
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/notify"
 )
@@ -418,6 +419,16 @@ func TestSignedWebhookIsRetriedWithBackoffAndRecorded(t *testing.T) {
 		if strings.Contains(s, hook.Secret) || strings.Contains(s, "url-path-is-a-secret") {
 			t.Errorf("a secret or the webhook's path shows after creation:\n%s", s)
 		}
+	}
+
+	// Finished notifications go after the retention (30 days by default).
+	w.clock.Advance(31 * 24 * time.Hour)
+	w.rt.PruneNotifications(t.Context())
+	var notices, attempts int64
+	w.rt.DB().Model(&models.Notification{}).Count(&notices)
+	w.rt.DB().Model(&models.NotificationAttempt{}).Count(&attempts)
+	if notices != 0 || attempts != 0 {
+		t.Errorf("after the retention %d notifications and %d attempts are left", notices, attempts)
 	}
 }
 

@@ -93,6 +93,7 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.Notify.Attempts, "notify-attempts", 8, "attempts per notification before it is marked failed")
 	fs.DurationVar(&c.Notify.Backoff, "notify-backoff", 10*time.Second, "wait before the first retry of a notification, doubled after each failure (at most 30m)")
 	fs.IntVar(&c.Notify.Workers, "notify-workers", 4, "notifications delivered at once")
+	fs.DurationVar(&c.Notify.Retention, "notify-retention", 30*24*time.Hour, "how long delivered, failed and cancelled notifications and their attempts are kept")
 	fs.DurationVar(&c.ReadyWriteTimeout, "readyz-write-timeout", runtime.DefaultReadyWriteTimeout,
 		"longest /readyz's database write may take before the server reports not ready")
 	fs.IntVar(&c.LoginThrottle.MaxKeys, "login-throttle-keys", d.MaxKeys, "accounts and addresses the sign-in throttle remembers at once (in memory, per replica)")
@@ -153,8 +154,8 @@ func (c *Config) validate() error {
 			return fmt.Errorf("--metrics-addr %q: must be host:port", c.MetricsAddr)
 		}
 	}
-	if c.Notify.Timeout <= 0 || c.Notify.Attempts <= 0 || c.Notify.Backoff <= 0 || c.Notify.Workers <= 0 {
-		return fmt.Errorf("--notify-timeout, --notify-attempts, --notify-backoff and --notify-workers must be positive")
+	if c.Notify.Timeout <= 0 || c.Notify.Attempts <= 0 || c.Notify.Backoff <= 0 || c.Notify.Workers <= 0 || c.Notify.Retention <= 0 {
+		return fmt.Errorf("--notify-timeout, --notify-attempts, --notify-backoff, --notify-workers and --notify-retention must be positive")
 	}
 	if c.Notify.Attempts > 50 || c.Notify.Workers > 64 || c.Notify.Timeout > 5*time.Minute {
 		return fmt.Errorf("--notify-attempts is at most 50, --notify-workers at most 64, --notify-timeout at most 5m")
