@@ -117,6 +117,11 @@ func New(cfg Config) (*Driver, error) {
 		cfg.TmpBytes = 512 << 20
 	}
 	d := &Driver{cfg: cfg, root: os.Geteuid() == 0, agent: staged}
+	// Once here for the helpers the driver runs (mount, mkfs.ext4, cp,
+	// slirp4netns), and again before each bwrap.
+	if err := closeInheritedFDs(); err != nil {
+		cfg.Logger.Warn("sandbox: descriptors the server inherited stay open to its helper programs", "err", err)
+	}
 	removeStaleCgroups(cfg.CgroupRoot)
 	switch {
 	case cfg.DiskBytes > 0 && !d.root:
