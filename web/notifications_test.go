@@ -3,6 +3,7 @@ package web_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -227,6 +228,21 @@ func TestCreatingAChannelRedirectsAndShowsTheSecretOnce(t *testing.T) {
 	}
 	if _, again := owner.get("/notifications"); strings.Contains(again, secret) || strings.Contains(again, "url-path-is-a-secret") {
 		t.Error("the secret or the URL's path shows on a second view")
+	}
+	// In the database, the URL and the secret are sealed: a dump shows neither.
+	var rows []map[string]any
+	w.rt.DB().Table("notification_channels").Find(&rows)
+	if len(rows) != 1 {
+		t.Fatalf("%d channel rows", len(rows))
+	}
+	for col, v := range rows[0] {
+		text := fmt.Sprint(v)
+		if b, ok := v.([]byte); ok {
+			text = string(b)
+		}
+		if strings.Contains(text, secret) || strings.Contains(text, "url-path-is-a-secret") {
+			t.Errorf("column %s holds the secret or the URL in the clear", col)
+		}
 	}
 	// Bad input names the field; a member may not manage channels.
 	var p problem
