@@ -47,7 +47,7 @@ func (k nodeKind) typeName() string {
 func parseTree(data []byte) (*node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	root, err := readValue(dec, data)
+	root, err := readValue(dec, data, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -60,10 +60,22 @@ func parseTree(data []byte) (*node, error) {
 	return root, nil
 }
 
-// readValue reads the next value; data is the whole document, so a string
-// can be checked against the bytes it was read from.
-func readValue(dec *json.Decoder, data []byte) (*node, error) {
+// MaxDepth bounds how deep a config nests. A real one is five levels deep;
+// a megabyte of "[" would otherwise recurse a million frames deep.
+const MaxDepth = 32
+
+// tooDeep is a config nested past MaxDepth.
+type tooDeep struct{ off int64 }
+
+func (e tooDeep) Error() string { return fmt.Sprintf("it nests deeper than %d levels", MaxDepth) }
+
+// readValue reads the next value at depth; data is the whole document, so a
+// string can be checked against the bytes it was read from.
+func readValue(dec *json.Decoder, data []byte, depth int) (*node, error) {
 	off := dec.InputOffset()
+	if depth > MaxDepth {
+		return nil, tooDeep{off: off}
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -72,9 +84,9 @@ func readValue(dec *json.Decoder, data []byte) (*node, error) {
 	switch t := tok.(type) {
 	case json.Delim:
 		if t == '{' {
-			err = readObject(dec, n, data)
+			err = readObject(dec, n, data, depth)
 		} else {
-			err = readArray(dec, n, data)
+			err = readArray(dec, n, data, depth)
 		}
 	case string:
 		n.kind, n.str = stringNode, t
@@ -90,7 +102,7 @@ func readValue(dec *json.Decoder, data []byte) (*node, error) {
 	return n, err
 }
 
-func readObject(dec *json.Decoder, n *node, data []byte) error {
+func readObject(dec *json.Decoder, n *node, data []byte, depth int) error {
 	n.kind = objectNode
 	for dec.More() {
 		off := dec.InputOffset()
@@ -100,7 +112,7 @@ func readObject(dec *json.Decoder, n *node, data []byte) error {
 		}
 		key := tok.(string)
 		bad := BadJSONText(data[off:dec.InputOffset()], key)
-		val, err := readValue(dec, data)
+		val, err := readValue(dec, data, depth+1)
 		if err != nil {
 			return err
 		}
@@ -110,10 +122,10 @@ func readObject(dec *json.Decoder, n *node, data []byte) error {
 	return err
 }
 
-func readArray(dec *json.Decoder, n *node, data []byte) error {
+func readArray(dec *json.Decoder, n *node, data []byte, depth int) error {
 	n.kind = arrayNode
 	for dec.More() {
-		val, err := readValue(dec, data)
+		val, err := readValue(dec, data, depth+1)
 		if err != nil {
 			return err
 		}
@@ -135,11 +147,14 @@ func syntaxDetail(data []byte, err error) string {
 	off, why := int64(len(data)), "it ends early"
 	var se *json.SyntaxError
 	var td trailingData
+	var deep tooDeep
 	switch {
 	case errors.As(err, &se):
 		off, why = se.Offset, se.Error()
 	case errors.As(err, &td):
 		off, why = td.off, td.Error()
+	case errors.As(err, &deep):
+		off, why = deep.off, deep.Error()
 	case len(bytes.TrimSpace(data)) == 0:
 		return "config is empty; send a JSON object such as {}"
 	}

@@ -257,3 +257,15 @@ func TestParseRefusesBrokenText(t *testing.T) {
 		t.Fatalf("a U+FFFD that was sent is refused: %v", err)
 	}
 }
+
+// A config nested past MaxDepth is refused where it goes too deep, without
+// reading on: a megabyte of "[" must not recurse a million frames.
+func TestParseRefusesDeepNesting(t *testing.T) {
+	fes := problems(t, `{"mcp_servers":`+strings.Repeat("[", 1<<19))
+	if len(fes) != 1 || fes[0].Code != "invalid_json" || !strings.Contains(fes[0].Detail, "deeper than 32 levels") {
+		t.Fatalf("deep nesting: %+v", fes)
+	}
+	if fes := problems(t, `{"mcp_servers":[{"name":"a","url":"https://x.example","default_policy":"ask","tool_rules":{"t":"allow"}}]}`); fes != nil {
+		t.Fatalf("a real config: %+v", fes)
+	}
+}
