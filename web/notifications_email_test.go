@@ -2,106 +2,20 @@ package web_test
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/mail"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/notify"
+	"github.com/subako/subako/runtime/notify/notifytest"
 )
-
-// mailbox is a real SMTP server (github.com/emersion/go-smtp) on loopback
-// that requires AUTH PLAIN and keeps every message it accepts.
-type mailbox struct {
-	mu   sync.Mutex
-	msgs []received
-	url  string
-}
-
-type received struct {
-	from string
-	to   []string
-	data []byte
-}
-
-const smtpUser, smtpPass = "subako", "mail-pass-never-logged"
-
-func startMailbox(t *testing.T) *mailbox {
-	t.Helper()
-	mb := &mailbox{}
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &smtpSession{mb: mb}, nil }))
-	srv.Domain = "localhost"
-	srv.AllowInsecureAuth = true // loopback, as net/smtp allows PLAIN over it
-	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	mb.url = "smtp://" + smtpUser + ":" + smtpPass + "@" + ln.Addr().String()
-	return mb
-}
-
-func (mb *mailbox) messages() []received {
-	mb.mu.Lock()
-	defer mb.mu.Unlock()
-	return slices.Clone(mb.msgs)
-}
-
-type smtpSession struct {
-	mb     *mailbox
-	authed bool
-	cur    received
-}
-
-func (s *smtpSession) AuthMechanisms() []string { return []string{sasl.Plain} }
-func (s *smtpSession) Auth(string) (sasl.Server, error) {
-	return sasl.NewPlainServer(func(_, user, pass string) error {
-		if user != smtpUser || pass != smtpPass {
-			return errors.New("bad credentials")
-		}
-		s.authed = true
-		return nil
-	}), nil
-}
-func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
-	if !s.authed {
-		return smtp.ErrAuthRequired
-	}
-	s.cur = received{from: from}
-	return nil
-}
-func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.cur.to = append(s.cur.to, to)
-	return nil
-}
-func (s *smtpSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.cur.data = b
-	s.mb.mu.Lock()
-	s.mb.msgs = append(s.mb.msgs, s.cur)
-	s.mb.mu.Unlock()
-	return nil
-}
-func (s *smtpSession) Reset()        { s.cur = received{} }
-func (s *smtpSession) Logout() error { return nil }
 
 // signIn signs a person in through the login form.
 func (e *env) signIn(email string) *client {
@@ -117,8 +31,8 @@ func (e *env) signIn(email string) *client {
 var approvalLink = regexp.MustCompile(regexp.QuoteMeta(consoleURL) + `(/approvals\?approval=(apr_[a-z0-9]+)#approval-apr_[a-z0-9]+)`)
 
 func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing.T) {
-	mb := startMailbox(t)
-	s, err := notify.ParseSMTP(mb.url, "subako@example.com")
+	mb := notifytest.Start(t, nil)
+	s, err := notify.ParseSMTP(mb.URL, "subako@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,16 +62,16 @@ func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing
 	}
 	w.rt.DeliverNotifications(t.Context())
 
-	got := map[string]received{}
-	for _, m := range mb.messages() {
-		for _, to := range m.to {
+	got := map[string]notifytest.Message{}
+	for _, m := range mb.Messages() {
+		for _, to := range m.To {
 			got[to] = m
 		}
 	}
-	if len(got) != 2 || got["ana@example.com"].data == nil || got["owner@example.com"].data == nil {
+	if len(got) != 2 || got["ana@example.com"].Data == nil || got["owner@example.com"].Data == nil {
 		t.Fatalf("emails went to %v; want Ana and the owner (may decide, subscribed), not Bo (grant loud only) nor Vic (viewer)", keys(got))
 	}
-	msg, err := mail.ReadMessage(bytes.NewReader(got["ana@example.com"].data))
+	msg, err := mail.ReadMessage(bytes.NewReader(got["ana@example.com"].Data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,12 +117,12 @@ func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing
 	<-w.callAsync(sess.Token, sess.ID, "mcp__loud__echo", map[string]any{"message": "hi"}, 0)
 	w.rt.DeliverNotifications(t.Context())
 	var toBo int
-	for _, m := range mb.messages() {
-		if slices.Contains(m.to, "bo@example.com") {
+	for _, m := range mb.Messages() {
+		if slices.Contains(m.To, "bo@example.com") {
 			toBo++
 		}
 	}
-	if n := len(mb.messages()); n != 5 || toBo != 1 {
+	if n := len(mb.Messages()); n != 5 || toBo != 1 {
 		t.Fatalf("after the loud call %d emails were sent, %d to Bo; want 5 in all, 1 to Bo", n, toBo)
 	}
 
@@ -221,7 +135,7 @@ func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing
 			t.Errorf("notification to %s: %s with tries %+v", n.Recipient, n.State, n.Tries)
 		}
 	}
-	if _, page := owner.get("/notifications"); strings.Contains(page, smtpPass) || !strings.Contains(page, "approvers by mail") {
+	if _, page := owner.get("/notifications"); strings.Contains(page, notifytest.Password) || !strings.Contains(page, "approvers by mail") {
 		t.Error("the Notifications page shows the SMTP password, or not the channel")
 	}
 }

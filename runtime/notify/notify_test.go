@@ -11,19 +11,13 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
-	"errors"
-	"io"
 	"math/big"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
-
 	"github.com/subako/subako/runtime/notify"
+	"github.com/subako/subako/runtime/notify/notifytest"
 )
 
 func TestSignatureIsHMACOfTimestampAndBody(t *testing.T) {
@@ -75,23 +69,8 @@ func TestParseSMTP(t *testing.T) {
 // STARTTLS: the password and the message travel only inside TLS.
 func TestEmailUsesSTARTTLSWhenOffered(t *testing.T) {
 	cert, pool := selfSigned(t)
-	var mu sync.Mutex
-	var sawTLS, authed bool
-	var data string
-	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
-		return &session{onAuth: func() { _, ok := c.TLSConnectionState(); mu.Lock(); authed, sawTLS = true, ok; mu.Unlock() },
-			onData: func(s string) { mu.Lock(); data = s; mu.Unlock() }}, nil
-	}))
-	srv.Domain = "mail.test"
-	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-
-	s, err := notify.ParseSMTP("smtp://subako:pw@"+ln.Addr().String(), "subako@example.com")
+	mb := notifytest.Start(t, &tls.Config{Certificates: []tls.Certificate{cert}})
+	s, err := notify.ParseSMTP(mb.URL, "subako@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,40 +80,14 @@ func TestEmailUsesSTARTTLSWhenOffered(t *testing.T) {
 	if err := s.Send(ctx, "ana@example.com", "Approval needed:\r\nBcc: x@example.com", "Open it."); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !authed || !sawTLS {
-		t.Fatalf("authenticated %v, over TLS %v: want both", authed, sawTLS)
+	msgs := mb.Messages()
+	if len(msgs) != 1 || !msgs[0].TLS {
+		t.Fatalf("%d messages; want one, sent after STARTTLS", len(msgs))
 	}
-	if strings.Contains(data, "\r\nBcc:") || !strings.Contains(data, "Subject: ") {
+	if data := string(msgs[0].Data); strings.Contains(data, "\r\nBcc:") || !strings.Contains(data, "Subject: ") {
 		t.Errorf("the subject broke into a header:\n%s", data)
 	}
 }
-
-type session struct {
-	onAuth func()
-	onData func(string)
-}
-
-func (s *session) AuthMechanisms() []string { return []string{sasl.Plain} }
-func (s *session) Auth(string) (sasl.Server, error) {
-	return sasl.NewPlainServer(func(_, user, pass string) error {
-		if user != "subako" || pass != "pw" {
-			return errors.New("bad credentials")
-		}
-		s.onAuth()
-		return nil
-	}), nil
-}
-func (s *session) Mail(string, *smtp.MailOptions) error { return nil }
-func (s *session) Rcpt(string, *smtp.RcptOptions) error { return nil }
-func (s *session) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	s.onData(string(b))
-	return err
-}
-func (s *session) Reset()        {}
-func (s *session) Logout() error { return nil }
 
 func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
