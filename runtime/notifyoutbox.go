@@ -107,6 +107,7 @@ func (r *Runtime) enqueueNotices(tx *gorm.DB, ap models.Approval, call models.To
 		return fmt.Errorf("runtime: notification channels: %w", err)
 	}
 	var out []models.Notification
+	emailed := map[string]bool{} // one email a person, however many email channels match
 	for _, c := range channels {
 		if !matchesFilter(c.Agents, c.Grants, s.AgentID, call.GrantName) {
 			continue
@@ -123,7 +124,10 @@ func (r *Runtime) enqueueNotices(tx *gorm.DB, ap models.Approval, call models.To
 			return err
 		}
 		for _, email := range to {
-			out = append(out, r.newNotice(ap, c, email))
+			if !emailed[email] {
+				emailed[email] = true
+				out = append(out, r.newNotice(ap, c, email))
+			}
 		}
 	}
 	if len(out) == 0 {

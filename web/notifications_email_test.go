@@ -55,6 +55,10 @@ func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing
 		t.Fatalf("creating the email channel answered %d:\n%s", resp.StatusCode, page)
 	}
 
+	// A second email channel sends no second email to anyone.
+	if st := w.api(w.owner, "POST", "/channels", map[string]any{"name": "backup mail", "kind": "email"}, nil); st != 201 {
+		t.Fatalf("Channel.create (email): %d", st)
+	}
 	sess := w.session(w.vault)
 	first := w.callAsync(sess.Token, sess.ID, getEnv, map[string]any{}, 0)
 	if c := <-first; c.Status != "awaiting_approval" {
@@ -68,7 +72,7 @@ func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing
 			got[to] = m
 		}
 	}
-	if len(got) != 2 || got["ana@example.com"].Data == nil || got["owner@example.com"].Data == nil {
+	if len(mb.Messages()) != 2 || len(got) != 2 || got["ana@example.com"].Data == nil || got["owner@example.com"].Data == nil {
 		t.Fatalf("emails went to %v; want Ana and the owner (may decide, subscribed), not Bo (grant loud only) nor Vic (viewer)", keys(got))
 	}
 	msg, err := mail.ReadMessage(bytes.NewReader(got["ana@example.com"].Data))
