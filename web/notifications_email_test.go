@@ -31,7 +31,7 @@ func (e *env) signIn(email string) *client {
 var approvalLink = regexp.MustCompile(regexp.QuoteMeta(consoleURL) + `(/approvals\?approval=(apr_[a-z0-9]+)#approval-apr_[a-z0-9]+)`)
 
 func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing.T) {
-	mb := notifytest.Start(t, nil)
+	mb := notifytest.StartMailpit(t)
 	s, err := notify.ParseSMTP(mb.URL, "subako@example.com")
 	if err != nil {
 		t.Fatal(err)
@@ -67,12 +67,12 @@ func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing
 	w.rt.DeliverNotifications(t.Context())
 
 	got := map[string]notifytest.Message{}
-	for _, m := range mb.Messages() {
+	for _, m := range mb.Messages(t) {
 		for _, to := range m.To {
 			got[to] = m
 		}
 	}
-	if len(mb.Messages()) != 2 || len(got) != 2 || got["ana@example.com"].Data == nil || got["owner@example.com"].Data == nil {
+	if len(mb.Messages(t)) != 2 || len(got) != 2 || got["ana@example.com"].Data == nil || got["owner@example.com"].Data == nil {
 		t.Fatalf("emails went to %v; want Ana and the owner (may decide, subscribed), not Bo (grant loud only) nor Vic (viewer)", keys(got))
 	}
 	msg, err := mail.ReadMessage(bytes.NewReader(got["ana@example.com"].Data))
@@ -121,12 +121,12 @@ func TestApprovalEmailReachesSubscribedApproversAndLinksToTheDecision(t *testing
 	<-w.callAsync(sess.Token, sess.ID, "mcp__loud__echo", map[string]any{"message": "hi"}, 0)
 	w.rt.DeliverNotifications(t.Context())
 	var toBo int
-	for _, m := range mb.Messages() {
+	for _, m := range mb.Messages(t) {
 		if slices.Contains(m.To, "bo@example.com") {
 			toBo++
 		}
 	}
-	if n := len(mb.Messages()); n != 5 || toBo != 1 {
+	if n := len(mb.Messages(t)); n != 5 || toBo != 1 {
 		t.Fatalf("after the loud call %d emails were sent, %d to Bo; want 5 in all, 1 to Bo", n, toBo)
 	}
 

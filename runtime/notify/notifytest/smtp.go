@@ -1,6 +1,8 @@
-// Package notifytest runs a real SMTP server (github.com/emersion/go-smtp)
-// on loopback for tests: it requires AUTH PLAIN, offers STARTTLS when given
-// a certificate, and keeps every message it accepts. Tests only.
+// Package notifytest runs real SMTP servers on loopback for tests: mailpit
+// (StartMailpit), the mail catcher people run, built from the module proxy
+// and read through its HTTP API; and an embedded go-smtp server (Start) that
+// can offer STARTTLS with a test certificate and tells whether each message
+// came over TLS. Both require AUTH PLAIN with User and Password. Tests only.
 package notifytest
 
 import (
