@@ -2,6 +2,7 @@ package mcpclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -144,4 +145,50 @@ func watchHeap(t *testing.T) (peak func() uint64) {
 		}
 	}()
 	return func() uint64 { close(stop); return <-done }
+}
+
+// TestDiscoverySkipsANameListedTwice serves a tools/list that names "ok"
+// twice (the Go SDK's server cannot, so the server here answers JSON-RPC
+// itself): the first is kept, the second skipped with the reason, so the
+// session never offers a model two tools of one name (model APIs refuse
+// the whole list then). "OK" is another name and is kept.
+func TestDiscoverySkipsANameListedTwice(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		if req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		result := `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"twice","version":"1"}}`
+		if req.Method == "tools/list" {
+			result = `{"tools":[{"name":"ok","description":"first","inputSchema":{"type":"object"}},` +
+				`{"name":"ok","description":"second","inputSchema":{"type":"object"}},` +
+				`{"name":"OK","description":"other","inputSchema":{"type":"object"}}]}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
+	}))
+	t.Cleanup(srv.Close)
+	p := newPool(t, mcpclient.Options{})
+	d, err := p.Discover(context.Background(), srv.URL+"/mcp", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, tool := range d.Tools {
+		kept = append(kept, tool.Name+"="+tool.Description)
+	}
+	if strings.Join(kept, ",") != "ok=first,OK=other" {
+		t.Fatalf("kept %v; want ok (the first) and OK", kept)
+	}
+	if len(d.Skipped) != 1 || d.Skipped[0].Name != "ok" || !strings.Contains(d.Skipped[0].Reason, "more than once") {
+		t.Fatalf("skipped %+v; want the second ok, saying it is listed more than once", d.Skipped)
+	}
 }

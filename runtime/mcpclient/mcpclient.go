@@ -67,6 +67,9 @@ func (p *Pool) Discover(ctx context.Context, url, sessionKey string, attach func
 func (p *Pool) listAll(ctx context.Context, cs *mcp.ClientSession, d *Discovery) error {
 	cursor := ""
 	var kept int64 // bytes of names, descriptions and schemas kept
+	// Names already kept: a model API refuses a tool list that names one
+	// tool twice, so a server listing a name twice must not break the session.
+	seen := map[string]bool{}
 	for range maxPages {
 		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
@@ -78,11 +81,15 @@ func (p *Pool) listAll(ctx context.Context, cs *mcp.ClientSession, d *Discovery)
 				continue
 			}
 			tool, why := p.keep(t, kept)
+			if why == "" && seen[tool.Name] {
+				why = "the server lists this name more than once; only the first is kept"
+			}
 			if why != "" {
 				d.Skipped = append(d.Skipped, Skipped{Name: cut(t.Name, maxNameShown), Reason: why})
 				continue
 			}
 			kept += int64(len(tool.Name) + len(tool.Description) + len(tool.InputSchema))
+			seen[tool.Name] = true
 			d.Tools = append(d.Tools, tool)
 		}
 		if res.NextCursor == "" {
