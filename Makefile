@@ -6,8 +6,8 @@ export CGO_ENABLED := 0
 .PHONY: run build packages generate test test-postgres check deps bench fuzz soak clean
 
 run: build
-	@command -v bwrap >/dev/null && command -v slirp4netns >/dev/null || { echo "installing bubblewrap and slirp4netns for sandboxes (apt-get)"; \
-	  { apt-get update -qq && apt-get install -y -qq bubblewrap slirp4netns iproute2 >/dev/null; } || \
+	@command -v bwrap >/dev/null && command -v slirp4netns >/dev/null && command -v mkfs.ext4 >/dev/null || { echo "installing bubblewrap, slirp4netns and e2fsprogs for sandboxes (apt-get)"; \
+	  { apt-get update -qq && apt-get install -y -qq bubblewrap slirp4netns iproute2 e2fsprogs >/dev/null; } || \
 	  echo "could not install them: the console runs, and sandbox calls answer how to install bubblewrap"; }
 	./$(BIN) serve
 
