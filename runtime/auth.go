@@ -189,12 +189,13 @@ func (r *Runtime) Login(ctx context.Context, email, password, addr string) (stri
 		label = e
 	}
 	acct, from := accountKey(email), addressKey(addr)
+	what, wait, record := r.logins.refuse(r.now(), acct, from)
+	if wait > 0 && !record {
+		return "", out, errThrottled(what, wait)
+	}
 	err := r.runOpen(ctx, Principal{Kind: PrincipalAnonymous, ID: "anonymous", Label: label}, "User.login", func(a *act) error {
-		if w := r.logins.wait(acct, r.now()); w > 0 {
-			return errThrottled("account", w)
-		}
-		if w := r.logins.wait(from, r.now()); w > 0 {
-			return errThrottled("address", w)
+		if wait > 0 {
+			return errThrottled(what, wait)
 		}
 		u, err := r.checkPassword(ctx, a, email, password)
 		if errors.Is(err, errBadLogin) {

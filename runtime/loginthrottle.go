@@ -36,8 +36,9 @@ type throttle struct {
 }
 
 type throttleKey struct {
-	key string
-	tat time.Time
+	key   string
+	tat   time.Time
+	noted time.Time // when a refusal of this key was last recorded
 }
 
 func newThrottle(cfg LoginThrottle) *throttle {
@@ -76,6 +77,34 @@ func (t *throttle) wait(key string, now time.Time) time.Duration {
 		return w
 	}
 	return 0
+}
+
+// refuse says whether keys (an account, then an address) must wait, for
+// which one ("account" or "address") and how long, and whether this
+// refusal is to be recorded. A refused attempt is cheap (no password
+// check), so a client can send thousands a second: only the first refusal
+// of each key per step (window ÷ limit) is recorded, so the audit log grows
+// no faster than the failures it allows.
+func (t *throttle) refuse(now time.Time, keys ...string) (what string, wait time.Duration, record bool) {
+	for _, key := range keys {
+		if wait = t.wait(key, now); wait <= 0 {
+			continue
+		}
+		what = "account"
+		if strings.HasPrefix(key, "addr:") {
+			what = "address"
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if el, ok := t.keys[key]; ok {
+			k := el.Value.(*throttleKey)
+			if step := t.cfg.Window / time.Duration(t.limit(key)); k.noted.IsZero() || now.Sub(k.noted) >= step {
+				k.noted, record = now, true
+			}
+		}
+		return what, wait, record
+	}
+	return "", 0, false
 }
 
 // fail counts one failed attempt against key.

@@ -45,6 +45,55 @@ func TestSignInThrottledPerAccount(t *testing.T) {
 	}
 }
 
+// A throttled sign-in costs the server no password check, so a client can
+// send thousands a second: the audit log records the first refusal of each
+// step (window ÷ limit), not every one, so the form cannot fill the disk.
+func TestSignInThrottledRecordsBoundedRefusals(t *testing.T) {
+	e := newEnv(t)
+	tok := e.owner().token()
+	b := e.browser()
+	cfg := runtime.DefaultLoginThrottle
+	for range cfg.PerAccount {
+		b.post("/login", url.Values{"email": {"owner@example.com"}, "password": {"wrong"}})
+	}
+	throttled := func() int {
+		t.Helper()
+		var acts []runtime.ActionView
+		if st := e.api(tok, "GET", "/actions?verb=User.login&verdict=refused", nil, &acts); st != http.StatusOK {
+			t.Fatalf("Action.list: %d", st)
+		}
+		n := 0
+		for _, a := range acts {
+			if strings.Contains(a.Reason, "too many failed sign-ins") {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 30 {
+		if resp, _ := b.post("/login", url.Values{"email": {"owner@example.com"}, "password": {"wrong"}}); resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("throttled sign-in %d answered %d", i+1, resp.StatusCode)
+		}
+	}
+	if n := throttled(); n != 1 {
+		t.Fatalf("30 throttled sign-ins left %d records; want 1 per step", n)
+	}
+	e.clock.Advance(cfg.Window / time.Duration(cfg.PerAccount) / 2)
+	if resp, _ := b.post("/login", url.Values{"email": {"owner@example.com"}, "password": {"wrong"}}); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("throttled sign-in a step later answered %d", resp.StatusCode)
+	}
+	// A step on, one attempt gets through (and fails), and the next
+	// refusal is recorded again.
+	e.clock.Advance(cfg.Window / time.Duration(cfg.PerAccount) / 2)
+	if resp, _ := b.post("/login", url.Values{"email": {"owner@example.com"}, "password": {"wrong"}}); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a sign-in a step later answered %d; want 401", resp.StatusCode)
+	}
+	b.post("/login", url.Values{"email": {"owner@example.com"}, "password": {"wrong"}})
+	if n := throttled(); n != 2 {
+		t.Fatalf("a step later the audit log has %d throttled sign-ins; want 2", n)
+	}
+}
+
 // One address trying many accounts is throttled too.
 func TestSignInThrottledPerAddress(t *testing.T) {
 	e := newEnv(t)
