@@ -25,6 +25,8 @@ type Handlers struct {
 	// BaseURL is the console's public address, for one-time links.
 	BaseURL string
 	Log     *slog.Logger
+
+	revealed reveals // secrets a creating POST shows once, after its redirect
 }
 
 const (

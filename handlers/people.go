@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -25,12 +26,20 @@ func (h *Handlers) peoplePage(c echo.Context, status int, extra pages.PeoplePage
 	return render(c, status, pages.People(h.shell(c, "People", "people"), view))
 }
 
-// People lists people with their access levels.
+// People lists people with their access levels, and the invitation link
+// the Invite form just made, once.
 func (h *Handlers) People(c echo.Context) error {
-	return h.peoplePage(c, http.StatusOK, pages.PeoplePage{})
+	var view pages.PeoplePage
+	if v, ok := h.takeRevealed(c, "invite"); ok {
+		email, rest, _ := strings.Cut(v, "\x00")
+		access, link, _ := strings.Cut(rest, "\x00")
+		view.Invite = &pages.InviteLink{Email: email, Access: access, URL: link}
+	}
+	return h.peoplePage(c, http.StatusOK, view)
 }
 
-// Invite creates a one-time invitation link and shows it once.
+// Invite creates a one-time invitation link and redirects to the People page,
+// which shows it once: a reload there invites no one again.
 func (h *Handlers) Invite(c echo.Context) error {
 	email, access := c.FormValue("email"), c.FormValue("access")
 	inv, err := h.RT.UserInvite(ctx(c), principal(c), email, access)
@@ -40,8 +49,8 @@ func (h *Handlers) Invite(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	link := &pages.InviteLink{Email: inv.Email, Access: inv.Access, URL: h.BaseURL + "/invite/" + inv.Token}
-	return h.peoplePage(c, http.StatusOK, pages.PeoplePage{Invite: link})
+	h.reveal(c, "invite", inv.Email+"\x00"+inv.Access+"\x00"+h.BaseURL+"/invite/"+inv.Token)
+	return redirect(c, "/people")
 }
 
 // ChangeAccess sets a person's access level.
@@ -76,7 +85,10 @@ func (h *Handlers) flashError(c echo.Context, err error, back string) error {
 }
 
 // Tokens lists the person's API tokens.
-func (h *Handlers) Tokens(c echo.Context) error { return h.tokensPage(c, http.StatusOK, "", "") }
+func (h *Handlers) Tokens(c echo.Context) error {
+	created, _ := h.takeRevealed(c, "token")
+	return h.tokensPage(c, http.StatusOK, created, "")
+}
 
 func (h *Handlers) tokensPage(c echo.Context, status int, created, errMsg string) error {
 	ts, err := h.RT.TokenList(ctx(c), principal(c))
@@ -91,7 +103,8 @@ func (h *Handlers) tokensPage(c echo.Context, status int, created, errMsg string
 	return render(c, status, pages.Tokens(h.shell(c, "API tokens", ""), rows, created, errMsg))
 }
 
-// CreateToken creates a token and shows its secret once.
+// CreateToken creates a token and redirects to the Tokens page, which shows
+// its secret once.
 func (h *Handlers) CreateToken(c echo.Context) error {
 	t, err := h.RT.TokenCreate(ctx(c), principal(c), runtime.TokenCreateInput{Name: c.FormValue("name"), Expires: c.FormValue("expires")})
 	if e, ok := formError(err); ok {
@@ -100,7 +113,8 @@ func (h *Handlers) CreateToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.tokensPage(c, http.StatusOK, t.Token, "")
+	h.reveal(c, "token", t.Token)
+	return redirect(c, "/tokens")
 }
 
 // RevokeToken revokes one of the person's tokens.

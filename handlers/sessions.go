@@ -88,7 +88,8 @@ func nameOr(name, id string) string {
 	return name
 }
 
-// CreateSession starts a session and shows its token once, on its page.
+// CreateSession starts a session and redirects to its page, which shows its
+// token once: a reload there starts no second session.
 func (h *Handlers) CreateSession(c echo.Context) error {
 	form, err := c.FormParams()
 	if err != nil {
@@ -116,21 +117,17 @@ func (h *Handlers) CreateSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.sessionDetail(c, s.ID, false)
-	if err != nil {
-		return err
-	}
-	d.Created = h.sessionCreated(s)
-	return render(c, http.StatusCreated, pages.SessionPage(h.shell(c, "Session started", "sessions"), d))
+	h.reveal(c, "session:"+s.ID, s.Token)
+	return redirect(c, "/sessions/"+s.ID)
 }
 
 // sessionCreated is the one view of a session's token, with where to use it.
-func (h *Handlers) sessionCreated(s runtime.SessionView) *pages.SessionCreated {
-	api := h.BaseURL + "/api/v1/sessions/" + s.ID
+func (h *Handlers) sessionCreated(id, token string) *pages.SessionCreated {
+	api := h.BaseURL + "/api/v1/sessions/" + id
 	curl := fmt.Sprintf("# the tools this session offers\ncurl -H 'Authorization: Bearer %[1]s' %[2]s/tools\n\n"+
 		"# call one\ncurl -H 'Authorization: Bearer %[1]s' -H 'Content-Type: application/json' \\\n"+
-		"  -d '{\"tool\": \"builtin__session__rename\", \"input\": {\"title\": \"hello\"}}' %[2]s/tool_calls", s.Token, api)
-	return &pages.SessionCreated{Token: s.Token, Endpoint: h.BaseURL + "/mcp/sessions/" + s.ID, Curl: curl}
+		"  -d '{\"tool\": \"builtin__session__rename\", \"input\": {\"title\": \"hello\"}}' %[2]s/tool_calls", token, api)
+	return &pages.SessionCreated{Token: token, Endpoint: h.BaseURL + "/mcp/sessions/" + id, Curl: curl}
 }
 
 // Session is a session's page.
@@ -139,7 +136,12 @@ func (h *Handlers) Session(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, pages.SessionPage(h.shell(c, titleOf(d.Head.Title), "sessions"), d))
+	title := titleOf(d.Head.Title)
+	// Right after Start session, and only then, the page shows the token.
+	if token, ok := h.takeRevealed(c, "session:"+d.Head.ID); ok {
+		d.Created, title = h.sessionCreated(d.Head.ID, token), "Session started"
+	}
+	return render(c, http.StatusOK, pages.SessionPage(h.shell(c, title, "sessions"), d))
 }
 
 func titleOf(t string) string {
@@ -289,6 +291,12 @@ func (h *Handlers) TryTool(c echo.Context) error {
 	in := runtime.ToolCallInput{Session: id, Tool: c.FormValue("tool"), WaitSeconds: &wait,
 		Input: json.RawMessage(strings.TrimSpace(c.FormValue("input")))}
 	call, err := h.RT.ToolCallCreate(ctx(c), p, in)
+	if ctx(c).Err() != nil {
+		// The browser stopped waiting (it left the page, or posted another form):
+		// the call is recorded and the call log shows it; there is no one to answer,
+		// and reading the page's parts on a cancelled context would only fail.
+		return nil
+	}
 	e, shown := formError(err)
 	if err != nil && !shown {
 		return err // a refusal or a failure: the error page (or box, for htmx) says so
@@ -311,6 +319,12 @@ func (h *Handlers) TryTool(c echo.Context) error {
 		if call.Approval != nil {
 			try.Approval = call.Approval.ID
 		}
+	}
+	if !isHTMX(c) && err == nil {
+		// Without htmx the call is a form post: redirect, so a reload calls nothing
+		// again; the call log on the page shows it.
+		h.flash(c, "ok", "Called "+in.Tool+": its result is in the call log.")
+		return redirect(c, "/sessions/"+id)
 	}
 	if !isHTMX(c) {
 		d, err := h.sessionDetail(c, id, false)

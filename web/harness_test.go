@@ -124,7 +124,7 @@ var inviteLink = regexp.MustCompile(`/invite/(inv_[a-z0-9]+)`)
 // returns their signed-in browser.
 func (e *env) person(owner *client, email, access string) *client {
 	e.t.Helper()
-	_, page := owner.post("/people/invite", url.Values{"email": {email}, "access": {access}})
+	_, page := owner.submit("/people/invite", url.Values{"email": {email}, "access": {access}})
 	m := inviteLink.FindStringSubmatch(page)
 	if m == nil {
 		e.t.Fatalf("no invitation link on the People page:\n%s", page)
@@ -140,7 +140,7 @@ func (e *env) person(owner *client, email, access string) *client {
 // token creates an API token for a signed-in browser through the Tokens page.
 func (c *client) token() string {
 	c.e.t.Helper()
-	_, page := c.post("/tokens", url.Values{"name": {"test"}, "expires": {"1h"}})
+	_, page := c.submit("/tokens", url.Values{"name": {"test"}, "expires": {"1h"}})
 	m := regexp.MustCompile(`sbk_[a-z0-9]+`).FindString(page)
 	if m == "" {
 		c.e.t.Fatalf("no token on the Tokens page:\n%s", page)

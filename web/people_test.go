@@ -248,7 +248,7 @@ func TestReinvitingEndsTheEarlierLink(t *testing.T) {
 	e := newEnv(t)
 	owner := e.owner()
 	link := func(access string) string {
-		_, page := owner.post("/people/invite", url.Values{"email": {"new@example.com"}, "access": {access}})
+		_, page := owner.submit("/people/invite", url.Values{"email": {"new@example.com"}, "access": {access}})
 		m := inviteLink.FindStringSubmatch(page)
 		if m == nil {
 			t.Fatalf("no invitation link on the People page:\n%s", page)
@@ -275,7 +275,7 @@ func TestReinvitingEndsTheEarlierLink(t *testing.T) {
 	}
 	// An admin re-inviting does not end an owner's invitation to be owner.
 	admin := e.person(owner, "admin@example.com", "admin")
-	_, page := owner.post("/people/invite", url.Values{"email": {"heir@example.com"}, "access": {"owner"}})
+	_, page := owner.submit("/people/invite", url.Values{"email": {"heir@example.com"}, "access": {"owner"}})
 	ownerLink := inviteLink.FindStringSubmatch(page)
 	admin.post("/people/invite", url.Values{"email": {"heir@example.com"}, "access": {"viewer"}})
 	if ownerLink == nil {

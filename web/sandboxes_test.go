@@ -106,7 +106,7 @@ func newSandboxWorld(t *testing.T, config string, cfg local.Config) sandboxWorld
 // longToken is an API token that outlives the hours these tests skip.
 func longToken(b *client) string {
 	b.e.t.Helper()
-	_, page := b.post("/tokens", url.Values{"name": {"long"}, "expires": {"30d"}})
+	_, page := b.submit("/tokens", url.Values{"name": {"long"}, "expires": {"30d"}})
 	m := regexp.MustCompile(`sbk_[a-z0-9]+`).FindString(page)
 	if m == "" {
 		b.e.t.Fatalf("no token on the Tokens page:\n%s", page)
