@@ -7,9 +7,12 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"golang.org/x/mod/semver"
+
+	"github.com/subako/subako/runtime/tools"
 )
 
 // Manifest is a package's manifest.json.
@@ -57,6 +60,12 @@ func ParseManifest(data []byte, caps Caps) (Manifest, error) {
 	if len(data) > caps.MaxManifestBytes {
 		return Manifest{}, fieldErr("manifest", "is %d bytes; the limit is %d", len(data), caps.MaxManifestBytes)
 	}
+	// A multipart upload reaches here unchecked: encoding/json would mend
+	// broken UTF-8 into U+FFFD without a word, and PostgreSQL refuses a NUL
+	// in the description's column (a 500 that loses the install's Action).
+	if !utf8.Valid(data) {
+		return Manifest{}, fieldErr("manifest", "is not valid UTF-8")
+	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -78,6 +87,9 @@ func (m Manifest) Check(caps Caps) error {
 	if err := checkVersion(m.Version); err != nil {
 		return err
 	}
+	if why := tools.BadText(m.Description); why != "" {
+		return fieldErr("description", "%s", why)
+	}
 	if len(m.Description) > maxDescriptionLen {
 		return fieldErr("description", "is %d characters; the limit is %d", len(m.Description), maxDescriptionLen)
 	}
@@ -95,12 +107,12 @@ func checkVersion(v string) error {
 	return nil
 }
 
-func checkTools(tools []Tool) error {
-	if len(tools) == 0 || len(tools) > maxTools {
-		return fieldErr("tools", "must list 1-%d tools; it lists %d", maxTools, len(tools))
+func checkTools(list []Tool) error {
+	if len(list) == 0 || len(list) > maxTools {
+		return fieldErr("tools", "must list 1-%d tools; it lists %d", maxTools, len(list))
 	}
 	seen := map[string]bool{}
-	for i, t := range tools {
+	for i, t := range list {
 		path := fmt.Sprintf("tools[%d]", i)
 		if !toolNamePattern.MatchString(t.Name) || strings.Contains(t.Name, "__") {
 			return fieldErr(path+".name", "must be 1-32 characters of a-z, 0-9, _ and -, without __")
@@ -109,6 +121,9 @@ func checkTools(tools []Tool) error {
 			return fieldErr(path+".name", "%q is listed twice", t.Name)
 		}
 		seen[t.Name] = true
+		if why := tools.BadText(t.Description); why != "" {
+			return fieldErr(path+".description", "%s", why)
+		}
 		if t.Description == "" || len(t.Description) > maxToolDescLen {
 			return fieldErr(path+".description", "must be 1-%d characters", maxToolDescLen)
 		}

@@ -48,6 +48,10 @@ func TestParseManifest(t *testing.T) {
 		{"memory over cap", with(`,"limits":{"memory_mb":513}`), "limits.memory_mb", "must be 1-512"},
 		{"unknown field", with(`,"env":{"A":"b"}`), "manifest", `unknown field "env"`},
 		{"not JSON", `name: pkg`, "manifest", "not a valid manifest"},
+		{"NUL in the description", with(`,"description":"a\u0000b"`), "description", "NUL"},
+		{"NUL in a tool's description", `{"name":"pkg","version":"1.0.0","tools":[{"name":"run","description":"a\u0000","input_schema":{"type":"object"}}]}`,
+			"tools[0].description", "NUL"},
+		{"broken UTF-8", with(`,"description":"a` + "\xff" + `b"`), "manifest", "not valid UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
