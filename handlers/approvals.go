@@ -102,7 +102,9 @@ func queueView(p runtime.Principal, q runtime.Queue, f runtime.QueueFilter) page
 	v := pages.ApprovalQueueView{Pending: q.Pending, CanDecide: p.Can("Approval.approve"),
 		Back: withQuery("/approvals", filterQuery(f)), Filtered: f.Agent != "" || f.Session != "" || f.Grant != "" || f.Tool != "" || f.Approval != "", Approval: f.Approval}
 	for _, it := range q.Items {
-		v.Items = append(v.Items, approvalItem(it))
+		item := approvalItem(it)
+		item.Decidable, item.Own = it.DecidableBy(p), it.OwnCall(p)
+		v.Items = append(v.Items, item)
 	}
 	return v
 }

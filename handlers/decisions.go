@@ -112,7 +112,8 @@ func (h *Handlers) pendingView(cx context.Context, p runtime.Principal, id strin
 	}
 	for _, it := range queue.Items {
 		v.Approvals = append(v.Approvals, pages.SessionApproval{ID: it.ID, Call: it.Call, Tool: it.Tool, By: it.By,
-			Model: it.Model, Input: prettyJSON(it.Input), Asked: fmtTime(it.CreatedAt), Waited: waited(it.CreatedAt)})
+			Model: it.Model, Input: prettyJSON(it.Input), Asked: fmtTime(it.CreatedAt), Waited: waited(it.CreatedAt),
+			Decidable: it.DecidableBy(p), Own: it.OwnCall(p)})
 	}
 	for i := len(calls) - 1; i >= 0; i-- {
 		if q, ok := question(calls[i]); ok {

@@ -161,7 +161,8 @@ func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages
 	}
 	s := live.session
 	d := pages.SessionDetail{Head: live.head, Calls: live.calls, Pending: live.pending, Rules: live.rules,
-		AgentID: s.Agent, AgentName: s.Agent, VersionID: s.Version, CanRefresh: p.Can("Session.tools")}
+		AgentID: s.Agent, AgentName: s.Agent, VersionID: s.Version,
+		CanRefresh: p.Can("Session.tools") && s.State == runtime.SessionActive}
 	seen := liveSeen(ctx(c), live.parts())
 	d.EventsURL = "/sessions/" + url.PathEscape(id) + "/events?" + url.Values{"seen": {seen}}.Encode()
 	v, err := h.RT.VersionGet(ctx(c), p, s.Version)
@@ -190,7 +191,8 @@ func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages
 		d.Skipped = append(d.Skipped, pages.SkippedTool{Grant: s.Grant, Name: s.Name, Reason: s.Reason})
 	}
 	d.Tools, d.Clients = offeredTools(rep.Tools)
-	d.Try = pages.SessionTry{SessionID: id, Tools: d.Tools, CanTry: p.Can("ToolCall.create") && s.State == runtime.SessionActive}
+	d.Try = pages.SessionTry{SessionID: id, Tools: d.Tools, CanTry: p.Can("ToolCall.create") && s.State == runtime.SessionActive,
+		Ended: s.State != runtime.SessionActive}
 	return d, nil
 }
 
@@ -346,6 +348,24 @@ func (h *Handlers) TryTool(c echo.Context) error {
 		c.Response().Header().Set("HX-Reswap", "outerHTML")
 	}
 	return render(c, status, pages.SessionTryCard(try))
+}
+
+// TryResult is a tried call's answer as it stands now: the fragment the Try
+// card re-reads while the call waits for a decision.
+func (h *Handlers) TryResult(c echo.Context) error {
+	call, err := h.RT.ToolCallGet(ctx(c), principal(c), c.Param("call"))
+	if err != nil {
+		return err
+	}
+	if call.Session != c.Param("session") {
+		return echo.ErrNotFound
+	}
+	row := callRow(call)
+	t := pages.SessionTry{SessionID: call.Session, Result: &row}
+	if call.Approval != nil {
+		t.Approval = call.Approval.ID
+	}
+	return render(c, http.StatusOK, pages.SessionTryResult(t))
 }
 
 // RefreshSessionTools re-discovers the session's MCP servers' tools.

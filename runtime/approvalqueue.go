@@ -36,7 +36,20 @@ type QueueItem struct {
 	// WaitedMS is how long the call has waited (pending) or waited before its
 	// decision (decided), by the runtime's clock.
 	WaitedMS int64 `json:"waited_ms"`
+
+	byKind, byID string // who made the call, for DecidableBy
 }
+
+// DecidableBy says whether p may approve or deny this item now: the rule
+// Approval.approve and Approval.deny enforce, so a page offers the buttons
+// only where a click can succeed.
+func (it QueueItem) DecidableBy(p Principal) bool {
+	return it.State == ApprovalPending && p.Can("Approval.approve") && !ownCall(p, it.byKind, it.byID)
+}
+
+// OwnCall says whether p made this item's call: the reason a page gives for
+// not offering the decision to them.
+func (it QueueItem) OwnCall(p Principal) bool { return ownCall(p, it.byKind, it.byID) }
 
 // QueueFilter narrows Approval.list. State is pending (the default),
 // approved, denied, expired, or decided (all three). Agent is an agent's id
@@ -160,6 +173,7 @@ type queueRow struct {
 	CreatedAt, ExpiresAt                                            time.Time
 	DecidedAt                                                       *time.Time
 	Tool, Kind, GrantName, ToolName, PolicySource, Model, ByLabel   string
+	ByKind, ByID                                                    string
 	Input                                                           string
 	InputTruncated                                                  bool
 	CallStatus, VersionID, SessionTitle, AgentID, AgentName         string
@@ -178,12 +192,13 @@ func (row queueRow) item(now time.Time) QueueItem {
 		Agent: row.AgentID, AgentName: row.AgentName, Version: row.VersionID, VersionNumber: row.VersionNumber,
 		SessionTitle: row.SessionTitle, Model: row.Model, By: row.ByLabel, Input: recordedJSON(row.Input, row.InputTruncated),
 		InputTruncated: row.InputTruncated, CallStatus: row.CallStatus, WaitedMS: max(waited, 0).Milliseconds(),
+		byKind: row.ByKind, byID: row.ByID,
 	}
 }
 
 const queueColumns = `a.id, a.tool_call_id, a.session_id, a.state, a.scope, a.reason, a.decided_by_label,
 	a.created_at, a.expires_at, a.decided_at, c.tool, c.kind, c.grant_name, c.tool_name, c.policy_source, c.model,
-	c.by_label, c.input, c.input_truncated, c.status AS call_status, c.version_id, s.title AS session_title,
+	c.by_label, c.by_kind, c.by_id, c.input, c.input_truncated, c.status AS call_status, c.version_id, s.title AS session_title,
 	s.agent_id, COALESCE(g.name, '') AS agent_name, COALESCE(v.number, 0) AS version_number`
 
 // queueFrom joins what an item shows; versions and agents are outer joins

@@ -123,13 +123,18 @@ func (r *Runtime) decide(ctx context.Context, p Principal, verb string, in Decis
 
 // checkDecision holds the rules of who may decide what, and when.
 func (r *Runtime) checkDecision(p Principal, ap models.Approval, call models.ToolCall) error {
-	if p.Kind == PrincipalUser && call.ByKind == string(PrincipalUser) && call.ByID == p.ID {
+	if ownCall(p, call.ByKind, call.ByID) {
 		return forbidden("own_call", "you made this call yourself: another person must decide it")
 	}
 	if ap.State == ApprovalPending && !r.now().Before(ap.ExpiresAt) {
 		return conflict("approval_expired", "this approval expired before it was decided")
 	}
 	return nil
+}
+
+// ownCall is the four-eyes rule: a person never decides a call they made.
+func ownCall(p Principal, byKind, byID string) bool {
+	return p.Kind == PrincipalUser && byKind == string(PrincipalUser) && byID == p.ID
 }
 
 func (r *Runtime) alreadyDecided(tx *gorm.DB, id string) error {

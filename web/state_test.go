@@ -1,0 +1,89 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A person never decides a call they made (the runtime refuses it), so their
+// pages do not offer Approve and Deny on it and say why; another approver
+// gets the buttons on the same pages.
+func TestOwnCallOffersNoDecision(t *testing.T) {
+	w := newWorld(t, everythingConfig)
+	owner := w.browserOf()
+	approver := w.person(owner, "approver@example.com", "member")
+	s := w.titledSession("own")
+	// The owner's API token is the owner: the call is theirs.
+	c := <-w.callAsync(w.owner, s.ID, "mcp__everything__get-env", map[string]any{}, 0)
+	if c.Status != "awaiting_approval" || c.Approval == nil {
+		t.Fatalf("the call did not wait for approval: %+v", c)
+	}
+	for _, path := range []string{"/sessions/" + s.ID, "/approvals"} {
+		page := mustGet(owner, path)
+		if strings.Contains(page, `data-testid="approve"`) || strings.Contains(page, `data-testid="approval-approve"`) ||
+			strings.Contains(page, `data-testid="deny"`) || strings.Contains(page, `data-testid="approval-deny"`) {
+			t.Fatalf("%s offers its caller Approve or Deny on their own call", path)
+		}
+		if !strings.Contains(page, `data-testid="approval-own"`) {
+			t.Fatalf("%s does not say why its caller cannot decide:\n%s", path, page)
+		}
+		other := mustGet(approver, path)
+		if !strings.Contains(other, "/approvals/"+c.Approval.ID+"/approve") {
+			t.Fatalf("%s does not offer another approver the decision", path)
+		}
+	}
+}
+
+// Try a tool's answer re-reads itself while its call waits, and shows the
+// decision once it is made.
+func TestTryResultFollowsTheDecision(t *testing.T) {
+	w := newWorld(t, everythingConfig)
+	owner := w.browserOf()
+	approver := w.person(owner, "approver@example.com", "member")
+	s := w.titledSession("try")
+	c := <-w.callAsync(w.owner, s.ID, "mcp__everything__get-env", map[string]any{}, 0)
+	path := "/sessions/" + s.ID + "/calls/" + c.ID + "/try"
+	waiting := mustGet(owner, path)
+	if !strings.Contains(waiting, `data-status="awaiting_approval"`) || !strings.Contains(waiting, `hx-trigger="sse:calls"`) {
+		t.Fatalf("a waiting answer does not follow its call:\n%s", waiting)
+	}
+	if resp, _ := approver.post("/approvals/"+c.Approval.ID+"/approve", url.Values{"scope": {"call"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approve: %d", resp.StatusCode)
+	}
+	// The approved call runs in the background; wait until it is final.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var done call
+		if w.api(w.owner, "GET", "/tool_calls/"+c.ID, nil, &done); done.Status == "succeeded" {
+			break
+		}
+	}
+	decided := mustGet(owner, path)
+	if !strings.Contains(decided, `data-status="succeeded"`) || strings.Contains(decided, "hx-trigger") {
+		t.Fatalf("the decided answer:\n%s", decided)
+	}
+	if resp, _ := owner.get("/sessions/ses_nope/calls/" + c.ID + "/try"); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a call read through another session's path answered %d", resp.StatusCode)
+	}
+}
+
+// An ended session says so and offers nothing that cannot work.
+func TestEndedSessionOffersNothing(t *testing.T) {
+	w := newWorld(t, everythingConfig)
+	owner := w.browserOf()
+	s := w.titledSession("done")
+	if resp, _ := owner.post("/sessions/"+s.ID+"/end", url.Values{}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("end: %d", resp.StatusCode)
+	}
+	page := mustGet(owner, "/sessions/"+s.ID)
+	if !strings.Contains(page, `data-testid="try-ended"`) {
+		t.Fatalf("the ended session's Try a tool does not say it ended:\n%s", page)
+	}
+	for _, offer := range []string{`data-testid="try-submit"`, `data-testid="refresh-tools"`, `data-testid="session-end"`, "sse-connect"} {
+		if strings.Contains(page, offer) {
+			t.Errorf("the ended session's page still offers %s", offer)
+		}
+	}
+}
