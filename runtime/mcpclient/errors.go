@@ -116,7 +116,7 @@ func explain(rawURL string, hasCredential bool, err error) error {
 	case errors.As(err, &netErr):
 		e.Kind, e.Detail = ErrUnreachable, fmt.Sprintf("is not reachable: %v", netErr.Err)
 	case errors.As(err, &rpc) && rpc.Code != codeRejected:
-		e.Kind, e.Detail = ErrServer, fmt.Sprintf("answered with an error: %s (code %d)", rpc.Message, rpc.Code)
+		e.Kind, e.Detail = ErrServer, fmt.Sprintf("answered with an error: %s (code %d)", cut(rpc.Message, maxServerMessage), rpc.Code)
 	case errors.Is(err, context.Canceled):
 		// The caller's own context ended: say so rather than blame the server.
 		e.Kind, e.Detail = context.Canceled, "was still working when the caller gave up"
@@ -126,9 +126,17 @@ func explain(rawURL string, hasCredential bool, err error) error {
 	default:
 		e.Kind, e.Detail = ErrProtocol, fmt.Sprintf("failed: %v", err)
 	}
-	e.Detail = scrub(e.Detail, rawURL)
+	e.Detail = cut(scrub(e.Detail, rawURL), maxDetail)
 	return e
 }
+
+// A server writes its error messages itself, up to the whole answer's
+// limit; the message goes into logs, stored calls and pages, so only its
+// start is kept, and no detail is longer than a page can show.
+const (
+	maxServerMessage = 512
+	maxDetail        = 2048
+)
 
 // redact keeps only the scheme, host and path of a URL before it goes into
 // a message: user info, query and fragment are where tokens hide, and the

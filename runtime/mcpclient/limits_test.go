@@ -147,12 +147,11 @@ func watchHeap(t *testing.T) (peak func() uint64) {
 	return func() uint64 { close(stop); return <-done }
 }
 
-// TestDiscoverySkipsANameListedTwice serves a tools/list that names "ok"
-// twice (the Go SDK's server cannot, so the server here answers JSON-RPC
-// itself): the first is kept, the second skipped with the reason, so the
-// session never offers a model two tools of one name (model APIs refuse
-// the whole list then). "OK" is another name and is kept.
-func TestDiscoverySkipsANameListedTwice(t *testing.T) {
+// rawServer answers MCP over JSON-RPC itself, for what the Go SDK's server
+// cannot send: answer gives the result or error JSON of each request
+// (initialize is answered for it).
+func rawServer(t *testing.T, answer func(method string) string) string {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			ID     json.RawMessage `json:"id"`
@@ -166,18 +165,30 @@ func TestDiscoverySkipsANameListedTwice(t *testing.T) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		result := `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"twice","version":"1"}}`
-		if req.Method == "tools/list" {
-			result = `{"tools":[{"name":"ok","description":"first","inputSchema":{"type":"object"}},` +
-				`{"name":"ok","description":"second","inputSchema":{"type":"object"}},` +
-				`{"name":"OK","description":"other","inputSchema":{"type":"object"}}]}`
+		out := `"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
+		if req.Method != "initialize" {
+			out = answer(req.Method)
 		}
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,%s}`, req.ID, out)
 	}))
 	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+// TestDiscoverySkipsANameListedTwice serves a tools/list that names "ok"
+// twice (the Go SDK's server cannot): the first is kept, the second
+// skipped with the reason, so the session never offers a model two tools
+// of one name (model APIs refuse the whole list then). "OK" is another name
+// and is kept.
+func TestDiscoverySkipsANameListedTwice(t *testing.T) {
+	url := rawServer(t, func(string) string {
+		return `"result":{"tools":[{"name":"ok","description":"first","inputSchema":{"type":"object"}},` +
+			`{"name":"ok","description":"second","inputSchema":{"type":"object"}},` +
+			`{"name":"OK","description":"other","inputSchema":{"type":"object"}}]}`
+	})
 	p := newPool(t, mcpclient.Options{})
-	d, err := p.Discover(context.Background(), srv.URL+"/mcp", "", nil)
+	d, err := p.Discover(context.Background(), url, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,5 +201,26 @@ func TestDiscoverySkipsANameListedTwice(t *testing.T) {
 	}
 	if len(d.Skipped) != 1 || d.Skipped[0].Name != "ok" || !strings.Contains(d.Skipped[0].Reason, "more than once") {
 		t.Fatalf("skipped %+v; want the second ok, saying it is listed more than once", d.Skipped)
+	}
+}
+
+// TestAServersErrorMessageIsCut has a server answer tools/list and
+// tools/call with a 3 MB error message: the error keeps its start and
+// code, not 3 MB that would go into the log line, the stored call and the
+// session page each time.
+func TestAServersErrorMessageIsCut(t *testing.T) {
+	url := rawServer(t, func(string) string {
+		return `"error":{"code":-32000,"message":"boom ` + strings.Repeat("E", 3<<20) + `"}`
+	})
+	p := newPool(t, mcpclient.Options{})
+	_, derr := p.Discover(context.Background(), url, "", nil)
+	_, cerr := p.Call(context.Background(), url, "", nil, "any", nil)
+	for _, err := range []error{derr, cerr} {
+		if !errors.Is(err, mcpclient.ErrServer) || !strings.Contains(err.Error(), "boom EEE") || !strings.Contains(err.Error(), "(code -32000)") {
+			t.Fatalf("error = %.300v; want the server's error with its code", err)
+		}
+		if n := len(err.Error()); n > 4096 {
+			t.Fatalf("the error is %d bytes; want the server's message cut", n)
+		}
 	}
 }
