@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/tools"
@@ -110,6 +111,12 @@ func decodeStrict(body []byte, v any) error {
 	}
 	if err := checkJSONBody(body); err != nil {
 		return err
+	}
+	var tree any
+	if err := json.Unmarshal(body, &tree); err == nil {
+		if err := checkExactKeys(tree, reflect.TypeOf(v), ""); err != nil {
+			return err
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
