@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 
@@ -55,6 +56,23 @@ func checkHost(baseURL string, extra []string) echo.MiddlewareFunc {
 				"this server does not answer for host "+truncateHost(r.Host)+": add it to --allowed-hosts if it should")
 		}
 	}
+}
+
+// MetricsHostCheck guards the --metrics-addr listener, which takes no
+// token, against DNS rebinding: a scraper addresses it by IP or by a name
+// the console allows (--base-url's, --allowed-hosts), while a rebinding
+// page can only send its own host name. Any other Host is answered 421.
+func MetricsHostCheck(baseURL string, extra []string, h http.Handler) http.Handler {
+	set := allowedHosts(baseURL, extra)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := hostName(r.Host)
+		if _, err := netip.ParseAddr(name); err != nil && !set[name] && !set["*"] {
+			http.Error(w, "this server does not answer for host "+truncateHost(r.Host)+": address it by IP, or add the name to --allowed-hosts",
+				http.StatusMisdirectedRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func truncateHost(h string) string {

@@ -71,7 +71,7 @@ func serve(args []string) error {
 		CookieHashKey: keys.Derive("cookie hash", 32), CookieBlockKey: keys.Derive("cookie block", 32),
 		AllowedHosts: c.allowedHosts(), MetricsToken: c.MetricsToken, MetricsElsewhere: c.MetricsAddr != ""})
 	if c.MetricsAddr != "" {
-		stopMetrics, err := serveMetrics(c.MetricsAddr, metricsHandler, log)
+		stopMetrics, err := serveMetrics(c.MetricsAddr, web.MetricsHostCheck(c.BaseURL, c.allowedHosts(), metricsHandler), log)
 		if err != nil {
 			return err
 		}
@@ -135,7 +135,8 @@ func migrate(args []string) error {
 }
 
 // serveMetrics serves /metrics alone on its own address, for a scraper on a
-// private network: whoever reaches that address may read the figures.
+// private network: whoever reaches that address may read the figures (h
+// refuses the host names a DNS rebinding page would send).
 func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
