@@ -42,7 +42,7 @@ func kindOf(k string) (kindInfo, bool) {
 func grantSections(cfg tools.Config) []pages.GrantSection {
 	var out []pages.GrantSection
 	for _, ki := range kinds {
-		sec := pages.GrantSection{Kind: ki.Kind, Title: ki.Title, Add: "Add " + ki.Singular, Lead: ki.Lead, HasPolicy: ki.HasPolicy}
+		sec := pages.GrantSection{Kind: ki.Kind, Title: ki.Title, Singular: ki.Singular, Add: "Add " + ki.Singular, Lead: ki.Lead, HasPolicy: ki.HasPolicy}
 		switch ki.Kind {
 		case tools.KindMCP:
 			for _, g := range cfg.MCPServers {

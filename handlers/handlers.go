@@ -57,8 +57,9 @@ func isHTMX(c echo.Context) bool { return c.Request().Header.Get("HX-Request") =
 // shell is the frame of a signed-in page: who, where, and pending flashes.
 func (h *Handlers) shell(c echo.Context, title, section string) layout.Shell {
 	p := principal(c)
+	pending := h.RT.PendingApprovals(ctx(c), p)
 	return layout.Shell{Title: title, Section: section, Email: p.Label, Access: p.Access, Flashes: h.takeFlashes(c),
-		Pending: h.RT.PendingApprovals(ctx(c), p)}
+		Pending: pending, PendingEvents: pendingEvents(c, p, pending)}
 }
 
 func (h *Handlers) session(c echo.Context) *sessions.Session {

@@ -289,7 +289,10 @@ func prettyJSON(raw json.RawMessage) string {
 // answer: the call is recorded with their name, like any other.
 func (h *Handlers) TryTool(c echo.Context) error {
 	id, p := c.Param("session"), principal(c)
-	wait := 30.0
+	// A quick tool answers within this request; a call that waits longer (for
+	// an approver, a client) shows as waiting and its answer follows live
+	// (SessionTryResult), so the form is not held for the whole wait.
+	wait := 5.0
 	in := runtime.ToolCallInput{Session: id, Tool: c.FormValue("tool"), WaitSeconds: &wait,
 		Input: json.RawMessage(strings.TrimSpace(c.FormValue("input")))}
 	call, err := h.RT.ToolCallCreate(ctx(c), p, in)

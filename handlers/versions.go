@@ -25,7 +25,8 @@ func (h *Handlers) Agent(c echo.Context) error {
 		return err
 	}
 	view := pages.AgentPage{ID: a.ID, Name: a.Name, Description: a.Description, CanEdit: p.Can("Agent.update"),
-		Versions: versionRows(vs, ""), Form: pages.AgentForm{Name: a.Name, Description: a.Description}}
+		Versions: versionRows(vs, ""), Form: pages.AgentForm{Name: a.Name, Description: a.Description},
+		DeleteRefusal: h.RT.AgentDeleteRefusal(ctx(c), p, a.ID)}
 	return render(c, http.StatusOK, pages.Agent(h.shell(c, a.Name, "agents"), view))
 }
 

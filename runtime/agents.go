@@ -155,12 +155,39 @@ func (r *Runtime) AgentDelete(ctx context.Context, p Principal, id string) error
 		if _, err := r.loadAgent(ctx, id); err != nil {
 			return err
 		}
-		// Sessions keep the record of what ran: an agent that has run stays.
-		var n int64
-		r.db.WithContext(ctx).Model(&models.Session{}).Where("agent_id = ?", id).Count(&n)
-		if n > 0 {
-			return conflict("agent_has_sessions", fmt.Sprintf("the agent has %d session(s): their records keep it; delete is for agents that never ran", n))
+		if err := r.agentDeletable(ctx, id); err != nil {
+			return err
 		}
 		return r.db.WithContext(ctx).Delete(&models.Agent{}, "id = ?", id).Error
 	}, id)
+}
+
+// agentDeletable refuses an agent that has run: sessions keep the record of
+// what ran, so an agent with sessions stays.
+func (r *Runtime) agentDeletable(ctx context.Context, id string) error {
+	var n int64
+	if err := r.db.WithContext(ctx).Model(&models.Session{}).Where("agent_id = ?", id).Count(&n).Error; err != nil {
+		return fmt.Errorf("runtime: count sessions of agent %s: %w", id, err)
+	}
+	if n > 0 {
+		return conflict("agent_has_sessions", fmt.Sprintf("the agent has %d session(s): their records keep it; delete is for agents that never ran", n))
+	}
+	return nil
+}
+
+// AgentDeleteRefusal says why Agent.delete would refuse this agent now, or ""
+// if it would not, so a page can disable its Delete button and say why
+// before anyone clicks. Like PendingApprovals it is not an Action: it runs on
+// a page view and reveals nothing the viewer cannot already read.
+func (r *Runtime) AgentDeleteRefusal(ctx context.Context, p Principal, id string) string {
+	if !p.Can("Agent.delete") {
+		return "deleting an agent needs the Agent.delete permission"
+	}
+	if err := r.agentDeletable(ctx, id); err != nil {
+		if e, ok := AsError(err); ok {
+			return e.Detail
+		}
+		return "whether it can be deleted could not be checked: " + err.Error()
+	}
+	return ""
 }

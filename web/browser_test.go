@@ -36,7 +36,8 @@ func browserCtx(t *testing.T) context.Context {
 	if _, err := chromedp.Run(ctx, chromedp.Sleep(0)); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
-	// Confirmation dialogs (data-confirm) are accepted, as a person clicking OK would.
+	// A JavaScript dialog, should a page open one, is accepted as a person clicking OK
+	// would (data-confirm asks in the page's own <dialog>: see confirm-ok).
 	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
 	go func() {
 		for _, err := range dialogs {

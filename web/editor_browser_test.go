@@ -65,6 +65,8 @@ func TestBrowserVersionEditorSandboxGrant(t *testing.T) {
 	screenshot(ctx, t, "editor-draft")
 	run("publish",
 		chromedp.Click(css(`[data-testid=publish]`)),
+		chromedp.WaitVisible(css(`[data-testid=confirm-ok]`)),
+		chromedp.Click(css(`[data-testid=confirm-ok]`)),
 		chromedp.WaitVisible(css(`[data-testid=read-only]`)),
 	)
 	screenshot(ctx, t, "editor-published")

@@ -69,6 +69,8 @@ func TestBrowserSandboxesTabLiveStateAndArchive(t *testing.T) {
 		stateIs("retired"),
 		chromedp.WaitVisible(css(`[data-testid=archive-delete]`)),
 		chromedp.Click(css(`[data-testid=archive-delete]`)),
+		chromedp.WaitVisible(css(`[data-testid=confirm-ok]`)),
+		chromedp.Click(css(`[data-testid=confirm-ok]`)),
 		chromedp.WaitVisible(css(`[data-testid=flash]`)),
 	)
 	if archive := text(t, ctx, `[data-testid=sandbox-archive]`); strings.TrimSpace(archive) != "none" {

@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -81,9 +82,34 @@ func TestEndedSessionOffersNothing(t *testing.T) {
 	if !strings.Contains(page, `data-testid="try-ended"`) {
 		t.Fatalf("the ended session's Try a tool does not say it ended:\n%s", page)
 	}
-	for _, offer := range []string{`data-testid="try-submit"`, `data-testid="refresh-tools"`, `data-testid="session-end"`, "sse-connect"} {
+	for _, offer := range []string{`data-testid="try-submit"`, `data-testid="refresh-tools"`, `data-testid="session-end"`, `sse-connect="/sessions/`} {
 		if strings.Contains(page, offer) {
 			t.Errorf("the ended session's page still offers %s", offer)
 		}
+	}
+}
+
+// An agent that has run cannot be deleted: its page disables Delete agent and
+// says why before anyone clicks; an agent that never ran offers it.
+func TestAgentDeleteIsOffWithTheReasonWhenItCannotSucceed(t *testing.T) {
+	w := newWorld(t, everythingConfig)
+	owner := w.browserOf()
+	w.session()
+	page := mustGet(owner, "/agents/"+w.agent)
+	button := regexp.MustCompile(`<button[^>]*data-testid="agent-delete"[^>]*>`).FindString(page)
+	if !strings.Contains(button, "disabled") || !strings.Contains(button, `aria-describedby="agent-delete-why"`) {
+		t.Fatalf("Delete agent is not disabled and described: %s", button)
+	}
+	if why := fieldText(page, "agent-delete-why"); !strings.Contains(why, "the agent has 1 session(s)") {
+		t.Fatalf("the reason reads %q", why)
+	}
+	var fresh struct{ ID string }
+	if st := w.api(w.owner, "POST", "/agents", map[string]any{"name": "never-ran"}, &fresh); st != 201 {
+		t.Fatalf("Agent.create: %d", st)
+	}
+	page = mustGet(owner, "/agents/"+fresh.ID)
+	button = regexp.MustCompile(`<button[^>]*data-testid="agent-delete"[^>]*>`).FindString(page)
+	if button == "" || strings.Contains(button, "disabled") || strings.Contains(page, `data-testid="agent-delete-why"`) {
+		t.Fatalf("an agent that never ran is not offered Delete: %s", button)
 	}
 }

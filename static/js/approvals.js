@@ -1,6 +1,6 @@
 // Approvals page behaviour: keyboard shortcuts for the focused item, keeping
 // what an approver typed across live updates, and the pending count in the
-// title and the navigation. Loaded as a file so the CSP can forbid inline scripts.
+// title and the Pending tab. Loaded as a file so the CSP can forbid inline scripts.
 (function () {
   "use strict";
   var ITEM = "[data-testid=approval-item]";
@@ -94,12 +94,7 @@
     document.title = (n > 0 ? "(" + n + ") " : "") + "Approvals · Subako";
     var tab = document.querySelector("[data-testid=tab-pending]");
     if (tab) tab.textContent = String(n);
-    var nav = document.querySelector("[data-testid=nav-approvals]");
-    if (!nav) return;
-    var badge = nav.querySelector(".nav-count");
-    if (n === 0) { if (badge) badge.remove(); return; }
-    if (!badge) { badge = document.createElement("span"); badge.className = "nav-count"; nav.appendChild(badge); }
-    badge.textContent = String(n);
+    // The navigation's badge has its own stream, on every page (layout's navPending).
   }
 
   // "waiting 3m 20s" keeps counting without a round trip.

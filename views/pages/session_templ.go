@@ -1021,7 +1021,7 @@ func SessionTryCard(t SessionTry) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "</div><button class=\"btn btn-primary\" type=\"submit\" data-testid=\"try-submit\">Run</button> <span class=\"htmx-indicator small muted\">Running; an ask-first tool waits up to 30 s for an approver…</span></form>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "</div><button class=\"btn btn-primary\" type=\"submit\" data-testid=\"try-submit\">Run</button> <span class=\"htmx-indicator small muted\">Running…</span></form>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
