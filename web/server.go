@@ -65,7 +65,7 @@ func NewWithMetrics(rt *runtime.Runtime, cfg Config) (*echo.Echo, http.Handler) 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(functionLoad(rt)...)
 	e.Pre(checkHost(cfg.BaseURL, cfg.AllowedHosts), headAsGet)
-	e.Use(headAgain, middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, crossOrigin(), bodyLimits(), h.CheckInput)
+	e.Use(headAgain, middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, compress, crossOrigin(), bodyLimits(), h.CheckInput)
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	if !cfg.MetricsElsewhere {
 		e.GET("/metrics", metricsAuth(rt, cfg.MetricsToken, metricsHandler))

@@ -1,0 +1,184 @@
+package web
+
+import (
+	"bufio"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/gzip"
+	"github.com/labstack/echo/v4"
+)
+
+// compressMinBytes is the size under which a body goes out as it is: a
+// compressed frame around a few hundred bytes saves nothing.
+const compressMinBytes = 512
+
+// compress answers in brotli or gzip when the client accepts it. What is
+// decided when the handler writes its header, from the Content-Type it set:
+// an event stream is never compressed (a compressor holds bytes back, and
+// each event must reach the browser when it is written), nor a body that is
+// compressed already (an archive's .tar.gz), a partial answer, or a short one.
+func compress(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		res := c.Response()
+		res.Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
+		enc := acceptedEncoding(c.Request().Header.Get(echo.HeaderAcceptEncoding))
+		if enc == "" || c.Request().Method == http.MethodHead {
+			return next(c)
+		}
+		cw := &compressWriter{ResponseWriter: res.Writer, enc: enc}
+		res.Writer = cw
+		// The error page is written here, through the compressor, before it
+		// is closed; the middleware outside sees the error as handled.
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		cw.close()
+		res.Writer = cw.ResponseWriter
+		return nil
+	}
+}
+
+// acceptedEncoding picks brotli over gzip, honouring q=0 refusals.
+func acceptedEncoding(header string) string {
+	var br, gz bool
+	for part := range strings.SplitSeq(header, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if q, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			if v, err := strconv.ParseFloat(q, 64); err == nil && v == 0 {
+				continue
+			}
+		}
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "br":
+			br = true
+		case "gzip":
+			gz = true
+		}
+	}
+	switch {
+	case br:
+		return "br"
+	case gz:
+		return "gzip"
+	}
+	return ""
+}
+
+// encoder is what brotli's and gzip's writers have in common.
+type encoder interface {
+	io.WriteCloser
+	Flush() error
+	Reset(io.Writer)
+}
+
+var (
+	gzipPool   = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression); return w }}
+	brotliPool = sync.Pool{New: func() any { return brotli.NewWriterLevel(io.Discard, 5) }}
+)
+
+type compressWriter struct {
+	http.ResponseWriter
+	enc         string
+	w           encoder // nil while undecided, and when the body goes out as it is
+	wroteHeader bool
+}
+
+func (cw *compressWriter) WriteHeader(code int) {
+	if cw.wroteHeader {
+		return
+	}
+	cw.wroteHeader = true
+	cw.decide(code)
+	cw.ResponseWriter.WriteHeader(code)
+}
+
+func (cw *compressWriter) Write(b []byte) (int, error) {
+	if !cw.wroteHeader {
+		hd := cw.Header()
+		if hd.Get(echo.HeaderContentType) == "" {
+			hd.Set(echo.HeaderContentType, http.DetectContentType(b))
+		}
+		cw.wroteHeader = true
+		cw.decide(http.StatusOK)
+		cw.ResponseWriter.WriteHeader(http.StatusOK)
+	}
+	if cw.w != nil {
+		return cw.w.Write(b)
+	}
+	return cw.ResponseWriter.Write(b)
+}
+
+// decide sets up the compressor when the answer is worth compressing.
+func (cw *compressWriter) decide(code int) {
+	hd := cw.Header()
+	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified || code == http.StatusPartialContent ||
+		hd.Get(echo.HeaderContentEncoding) != "" || hd.Get("Content-Range") != "" || !compressible(hd.Get(echo.HeaderContentType)) {
+		return
+	}
+	if n, err := strconv.Atoi(hd.Get(echo.HeaderContentLength)); err == nil && n < compressMinBytes {
+		return
+	}
+	hd.Del(echo.HeaderContentLength)
+	hd.Set(echo.HeaderContentEncoding, cw.enc)
+	if cw.enc == "br" {
+		cw.w = brotliPool.Get().(*brotli.Writer)
+	} else {
+		cw.w = gzipPool.Get().(*gzip.Writer)
+	}
+	cw.w.Reset(cw.ResponseWriter)
+}
+
+// compressible is text of any kind, JSON, JavaScript and SVG; not event
+// streams, and not what is compressed already (archives, images, fonts).
+func compressible(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	switch {
+	case mt == "text/event-stream":
+		return false
+	case strings.HasPrefix(mt, "text/"), mt == "image/svg+xml", mt == "application/javascript",
+		mt == "application/json", mt == "application/problem+json", mt == "application/xml", mt == "application/wasm",
+		strings.HasSuffix(mt, "+json"):
+		return true
+	}
+	return false
+}
+
+// Flush sends what the compressor holds, so a streamed page arrives as it is written.
+func (cw *compressWriter) Flush() {
+	if cw.w != nil {
+		_ = cw.w.Flush()
+	}
+	_ = http.NewResponseController(cw.ResponseWriter).Flush()
+}
+
+// Hijack is for WebSocket-style upgrades, which bypass compression.
+func (cw *compressWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(cw.ResponseWriter).Hijack()
+}
+
+// Unwrap lets http.ResponseController reach the connection's deadlines.
+func (cw *compressWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
+
+func (cw *compressWriter) close() {
+	if cw.w == nil {
+		return
+	}
+	_ = cw.w.Close()
+	cw.w.Reset(io.Discard)
+	if cw.enc == "br" {
+		brotliPool.Put(cw.w)
+	} else {
+		gzipPool.Put(cw.w)
+	}
+	cw.w = nil
+}
