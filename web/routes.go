@@ -153,6 +153,7 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.POST("/sessions/:session/try", h.TryTool)
 	con.GET("/sessions/:session/calls/:call/try", h.TryResult)
 	con.POST("/sessions/:session/tools/refresh", h.RefreshSessionTools)
+	con.GET("/sessions/:session/tools/schema", h.SessionToolSchema)
 	con.POST("/sessions/:session/end", h.EndSession)
 	con.POST("/sessions/:session/calls/:call/answer", h.AnswerQuestion)
 	con.POST("/sessions/:session/rules/:rule/revoke", h.RevokeSessionRule)

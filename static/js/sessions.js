@@ -10,6 +10,9 @@
     var form = select.closest("form");
     form.querySelectorAll("[data-schema-for]").forEach(function (el) {
       el.hidden = el.getAttribute("data-schema-for") !== select.value;
+      // The schema is fetched the first time its tool is picked (views: lazySchema).
+      var schema = el.querySelector(".session-schema");
+      if (!el.hidden && schema) schema.dispatchEvent(new Event("schema-wanted"));
     });
   });
   // The page says whether its live stream is open, so a person knows the
