@@ -63,8 +63,9 @@ check:
 	@! $(GO) list -deps ./runtime/... | grep -E 'labstack/echo|a-h/templ|subako/(handlers|views|web)$$' || { echo "runtime imports the web layer"; exit 1; }
 
 # What the tests start for real: Chromium, bubblewrap and slirp4netns (Debian),
-# and the reference MCP server (npm). Installed only when missing.
+# the reference MCP server and axe-core (npm). Installed only when missing.
 MCP_TEST_SERVER := runtime/mcpclient/testdata/server-everything
+AXE := web/testdata/axe
 deps:
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
@@ -75,6 +76,7 @@ deps:
 	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then echo "installing$$missing"; apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; fi
 	@test -d $(MCP_TEST_SERVER)/node_modules || { echo "installing the MCP test server (npm ci)"; npm ci --prefix $(MCP_TEST_SERVER) --no-audit --no-fund --loglevel=error; }
+	@test -d $(AXE)/node_modules || { echo "installing axe-core for the browser tests (npm ci)"; npm ci --prefix $(AXE) --no-audit --no-fund --loglevel=error; }
 
 clean:
 	rm -rf bin build

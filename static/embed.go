@@ -10,7 +10,7 @@ import (
 	"sync"
 )
 
-//go:embed css js vendor
+//go:embed css js vendor favicon.svg
 var files embed.FS
 
 // FS is every static file, rooted at the static folder.

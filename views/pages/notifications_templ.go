@@ -112,14 +112,14 @@ func NotificationsPage(s layout.Shell, v NotificationsView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "</h2><p class=\"small\">Copy it now: it is sealed and will not be shown again. Verify each request's <code>Subako-Signature</code> header: <code>v1=</code> and the hex HMAC-SHA256 of <code>Subako-Timestamp</code>, a dot and the raw body, under this secret.</p><pre class=\"mono\" data-testid=\"channel-secret\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "</h2><p class=\"small\">Copy it now: it is sealed and will not be shown again. Verify each request's <code>Subako-Signature</code> header: <code>v1=</code> and the hex HMAC-SHA256 of <code>Subako-Timestamp</code>, a dot and the raw body, under this secret.</p><pre tabindex=\"0\" class=\"mono\" data-testid=\"channel-secret\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var4 string
 				templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(v.NewSecret)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/notifications.templ`, Line: 68, Col: 64}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/notifications.templ`, Line: 68, Col: 77}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 				if templ_7745c5c3_Err != nil {
@@ -413,7 +413,7 @@ func channelsCard(v NotificationsView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "<div class=\"table-scroll\"><table class=\"table\" data-testid=\"channels\"><thead><tr><th>Name</th><th>Kind</th><th>Destination</th><th>For</th><th>State</th><th>Created</th><th><span class=\"sr-only\">Actions</span></th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Channels\"><table class=\"table\" data-testid=\"channels\"><thead><tr><th>Name</th><th>Kind</th><th>Destination</th><th>For</th><th>State</th><th>Created</th><th><span class=\"sr-only\">Actions</span></th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -876,7 +876,7 @@ func deliveriesCard(v NotificationsView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 79, "<div class=\"table-scroll\"><table class=\"table\" data-testid=\"deliveries\"><thead><tr><th>Created</th><th>Channel</th><th>Approval</th><th>State</th><th>Attempts</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 79, "<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Recent deliveries\"><table class=\"table\" data-testid=\"deliveries\"><thead><tr><th>Created</th><th>Channel</th><th>Approval</th><th>State</th><th>Attempts</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
