@@ -185,7 +185,11 @@ func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages
 		return d, err
 	}
 	for _, f := range rep.Problems {
-		d.Undiscovered = append(d.Undiscovered, pages.Option{Value: f.Grant, Label: f.Error})
+		if f.Stale {
+			d.Stale = append(d.Stale, pages.Option{Value: f.Grant, Label: f.Error})
+		} else {
+			d.Undiscovered = append(d.Undiscovered, pages.Option{Value: f.Grant, Label: f.Error})
+		}
 	}
 	for _, s := range rep.Skipped {
 		d.Skipped = append(d.Skipped, pages.SkippedTool{Grant: s.Grant, Name: s.Name, Reason: s.Reason})
@@ -379,14 +383,33 @@ func (h *Handlers) RefreshSessionTools(c echo.Context) error {
 		return h.flashError(c, err, "/sessions/"+id)
 	}
 	kind, msg := "ok", fmt.Sprintf("Discovery refreshed: the session offers %d tools.", len(rep.Tools))
-	if len(rep.Problems) > 0 {
-		kind, msg = "error", fmt.Sprintf("Discovery refreshed: the session offers %d tools; %d MCP servers could not list theirs (see Offered tools).", len(rep.Tools), len(rep.Problems))
+	missing, stale := 0, 0
+	for _, p := range rep.Problems {
+		if p.Stale {
+			stale++
+		} else {
+			missing++
+		}
+	}
+	// Each count says what the list shows: tools missing, or the last known ones kept.
+	if missing > 0 {
+		kind, msg = "error", msg+fmt.Sprintf(" %s could not list theirs, so their tools are missing (see Offered tools).", servers(missing))
+	}
+	if stale > 0 {
+		kind, msg = "error", msg+fmt.Sprintf(" %s could not be reached and keep their last known tools (see Offered tools).", servers(stale))
 	}
 	if len(rep.Skipped) > 0 {
 		msg += fmt.Sprintf(" %d listed tools are skipped (see Offered tools for why).", len(rep.Skipped))
 	}
 	h.flash(c, kind, msg)
 	return redirect(c, "/sessions/"+id)
+}
+
+func servers(n int) string {
+	if n == 1 {
+		return "1 MCP server"
+	}
+	return fmt.Sprintf("%d MCP servers", n)
 }
 
 // EndSession ends a session: its token stops working, waiting calls are refused.

@@ -31,11 +31,14 @@ type OfferedTool struct {
 	Policy      string          `json:"policy"`
 }
 
-// DiscoveryProblem is an MCP server whose tools this session could not list:
-// its tools are missing from Session.tools until discovery succeeds.
+// DiscoveryProblem is an MCP server whose tools this session could not list.
+// Stale says its last good list is still offered (the server failed after
+// answering once); otherwise its tools are missing from Session.tools until
+// discovery succeeds.
 type DiscoveryProblem struct {
 	Grant string `json:"grant"`
 	Error string `json:"error"`
+	Stale bool   `json:"stale,omitempty"`
 }
 
 // SessionTools is Session.tools: what the agent may call here, denied tools absent.
@@ -72,7 +75,7 @@ func (r *Runtime) SessionToolsReport(ctx context.Context, p Principal, id string
 			}
 		}
 		for _, g := range slices.Sorted(maps.Keys(rep.failed)) {
-			out.Problems = append(out.Problems, DiscoveryProblem{Grant: g, Error: rep.failed[g]})
+			out.Problems = append(out.Problems, DiscoveryProblem{Grant: g, Error: rep.failed[g], Stale: rep.stale[g]})
 		}
 		out.Skipped = rep.skipped
 		return nil
@@ -93,11 +96,12 @@ func (r *Runtime) sessionTools(ctx context.Context, s models.Session, refresh bo
 type toolsReport struct {
 	all     []offered
 	failed  map[string]string
+	stale   map[string]bool // failed, but offering the last good list
 	skipped []SkippedTool
 }
 
 func (r *Runtime) sessionToolsReport(ctx context.Context, s models.Session, refresh bool) (toolsReport, error) {
-	rep := toolsReport{failed: map[string]string{}}
+	rep := toolsReport{failed: map[string]string{}, stale: map[string]bool{}}
 	v, err := r.loadVersion(ctx, s.VersionID)
 	if err != nil {
 		return rep, err
@@ -112,7 +116,7 @@ func (r *Runtime) sessionToolsReport(ctx context.Context, s models.Session, refr
 			rep.skipped = append(rep.skipped, skipped...)
 		}
 		if why != "" {
-			rep.failed[g.Name] = why
+			rep.failed[g.Name], rep.stale[g.Name] = why, ok
 		}
 	}
 	for _, t := range tools.List(cfg, discovered, r.catalog(ctx)) {
@@ -188,6 +192,24 @@ func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh b
 
 // discoveryRetryAfter is how long a failed discovery stands before the next try.
 const discoveryRetryAfter = time.Minute
+
+// discoveryAnswered clears a failed discovery of (url, credential) once the
+// server has answered a call through it: the server is back, so the pages
+// stop saying it failed. Its tools are the last good list until the next
+// discovery, which a call's success is no reason to force.
+func (r *Runtime) discoveryAnswered(ctx context.Context, url, credID string) {
+	// A read by primary key first: the usual answer is "nothing failed", and
+	// a call should not take the database's write lock for that.
+	var d models.MCPDiscovery
+	if r.db.WithContext(ctx).First(&d, "url = ? AND credential_id = ?", url, credID).Error != nil || d.Error == "" || d.Tools == "[]" {
+		return
+	}
+	err := r.db.WithContext(ctx).Model(&models.MCPDiscovery{}).
+		Where("url = ? AND credential_id = ? AND error <> ''", url, credID).Update("error", "").Error
+	if err != nil {
+		r.opts.Log.Warn("runtime: clear a failed discovery", "url", redactURL(url), "err", err)
+	}
+}
 
 // mcpPoolKey scopes an upstream MCP session to one Subako session and its
 // credential: servers that keep state per MCP session never mix customers.
