@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -186,5 +188,34 @@ func TestHalfMadeWorkspaceDiskIsDropped(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "kept.txt")); err != nil || string(b) != "from before\n" {
 		t.Errorf("kept.txt: %q, %v", b, err)
+	}
+}
+
+// Copying a big workspace onto its disk takes as long as the files take to
+// copy; the start's timeout bounds the sandbox's own start, after it, so a
+// workspace that grew (or was uploaded) large still starts, every time.
+func TestBigWorkspaceStillStarts(t *testing.T) {
+	needRoot(t)
+	root, ws := machineWorkspace(t)
+	for d := range 20 {
+		dir := filepath.Join(ws, "d"+strconv.Itoa(d))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 1000 {
+			if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), []byte("a small file\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Copying 20,000 files in takes seconds, more than this timeout.
+	d := newDriver(t, Config{DiskBytes: 512 << 20, WorkspaceRoot: root, StartTimeout: time.Second})
+	m, err := d.Start(context.Background(), sandbox.Spec{ID: "m1", WorkspaceDir: ws, Release: "2026", Network: sandbox.NetworkNone})
+	if err != nil {
+		t.Fatalf("a workspace of 20,000 files did not start: %v", err)
+	}
+	defer m.Stop()
+	if res := run(t, m, "cat kept.txt; cat d19/999; find . -type f | wc -l"); res.Stdout != "from before\na small file\n20001\n" {
+		t.Errorf("the workspace inside: %+v", res)
 	}
 }

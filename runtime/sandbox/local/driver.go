@@ -43,7 +43,8 @@ type Config struct {
 	RunDir string
 	// CgroupRoot is where cgroups are mounted (default /sys/fs/cgroup).
 	CgroupRoot string
-	// StartTimeout bounds one Start (default 15s).
+	// StartTimeout bounds one Start once its workspace disk is attached
+	// (default 15s).
 	StartTimeout time.Duration
 	// DiskBytes is the size of each sandbox's /workspace: an ext4 image
 	// mounted over the folder while the machine runs (0: no limit). It
@@ -167,8 +168,6 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine,
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
-	defer cancel()
 	uid, gid := d.ids()
 	var disk *workspaceDisk
 	if d.root {
@@ -181,6 +180,11 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine,
 			}
 		}
 	}
+	// The timeout bounds the sandbox's own start, from here: copying the
+	// workspace onto its disk takes as long as its files take, and counted
+	// in, a workspace grown big would time out at every start from then on.
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
+	defer cancel()
 	cg, err := newCgroups(d.cfg.CgroupRoot, spec.ID, spec.Limits)
 	if errors.Is(err, errCgroupsUnavailable) {
 		d.cgroupWarning.Do(func() {
