@@ -25,6 +25,10 @@ type Handlers struct {
 	// BaseURL is the console's public address, for one-time links.
 	BaseURL string
 	Log     *slog.Logger
+	// RevealFor and RevealMax bound the secrets a creating form leaves for
+	// the page it redirects to (reveal.go); zero takes the defaults.
+	RevealFor time.Duration
+	RevealMax int
 
 	revealed reveals // secrets a creating POST shows once, after its redirect
 }

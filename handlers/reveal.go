@@ -15,13 +15,14 @@ import (
 // A redirect lands on the process that answered the POST in every deployment
 // Subako has today (one console process); several replicas would need sticky
 // sessions or a shared store.
+// The defaults of --reveal-for and --reveal-max.
 const (
-	// revealFor is how long a secret waits for its page: a redirect is followed
-	// at once, so an unclaimed secret is a browser that went elsewhere.
-	revealFor = 5 * time.Minute
-	// revealMax bounds the memory held: past it, the oldest secrets are dropped
-	// (their creator sees the page without them and must make another).
-	revealMax = 4096
+	// DefaultRevealFor is how long a secret waits for its page: a redirect is
+	// followed at once, so an unclaimed secret is a browser that went elsewhere.
+	DefaultRevealFor = 5 * time.Minute
+	// DefaultRevealMax bounds the memory held: past it, the oldest secrets are
+	// dropped (their creator sees the page without them and must make another).
+	DefaultRevealMax = 4096
 )
 
 type revealEntry struct {
@@ -35,19 +36,20 @@ type reveals struct {
 	m  map[string]revealEntry
 }
 
-// put keeps a secret for the next page of this browser that asks for slot.
-func (r *reveals) put(sid, slot, value string, now time.Time) {
+// put keeps a secret for the next page of this browser that asks for slot,
+// for at most d, with at most max secrets kept in all.
+func (r *reveals) put(sid, slot, value string, now time.Time, d time.Duration, max int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
 		r.m = map[string]revealEntry{}
 	}
 	for k, e := range r.m {
-		if now.Sub(e.at) > revealFor {
+		if now.Sub(e.at) > d {
 			delete(r.m, k)
 		}
 	}
-	for len(r.m) >= revealMax {
+	for len(r.m) >= max {
 		oldest, at := "", now
 		for k, e := range r.m {
 			if !e.at.After(at) {
@@ -60,7 +62,7 @@ func (r *reveals) put(sid, slot, value string, now time.Time) {
 }
 
 // take returns the secret waiting for slot and forgets it: it shows once.
-func (r *reveals) take(sid, slot string, now time.Time) (string, bool) {
+func (r *reveals) take(sid, slot string, now time.Time, d time.Duration) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := sid + "\x00" + slot
@@ -69,7 +71,7 @@ func (r *reveals) take(sid, slot string, now time.Time) (string, bool) {
 		return "", false
 	}
 	delete(r.m, k)
-	if now.Sub(e.at) > revealFor {
+	if now.Sub(e.at) > d {
 		return "", false
 	}
 	return e.value, true
@@ -78,7 +80,7 @@ func (r *reveals) take(sid, slot string, now time.Time) (string, bool) {
 // reveal keeps value for the page this browser is redirected to next.
 func (h *Handlers) reveal(c echo.Context, slot, value string) {
 	if sid, _ := c.Get(webSIDKey).(string); sid != "" {
-		h.revealed.put(sid, slot, value, time.Now())
+		h.revealed.put(sid, slot, value, time.Now(), h.revealFor(), h.revealMax())
 	}
 }
 
@@ -88,5 +90,19 @@ func (h *Handlers) takeRevealed(c echo.Context, slot string) (string, bool) {
 	if sid == "" {
 		return "", false
 	}
-	return h.revealed.take(sid, slot, time.Now())
+	return h.revealed.take(sid, slot, time.Now(), h.revealFor())
+}
+
+func (h *Handlers) revealFor() time.Duration {
+	if h.RevealFor <= 0 {
+		return DefaultRevealFor
+	}
+	return h.RevealFor
+}
+
+func (h *Handlers) revealMax() int {
+	if h.RevealMax <= 0 {
+		return DefaultRevealMax
+	}
+	return h.RevealMax
 }

@@ -37,6 +37,11 @@ type Config struct {
 	// MetricsElsewhere leaves /metrics off this server: NewWithMetrics's
 	// handler is served on its own address (--metrics-addr).
 	MetricsElsewhere bool
+	// RevealFor and RevealMax bound the secrets (a session's token, an
+	// invitation link) kept for the page a creating form redirects to
+	// (--reveal-for, --reveal-max); zero takes the defaults.
+	RevealFor time.Duration
+	RevealMax int
 }
 
 // contentSecurityPolicy forbids inline scripts and any origin but our own.
@@ -56,7 +61,7 @@ func NewWithMetrics(rt *runtime.Runtime, cfg Config) (*echo.Echo, http.Handler) 
 		cfg.Log = slog.Default()
 	}
 	store := sessions.NewCookieStore(cfg.CookieHashKey, cfg.CookieBlockKey)
-	h := &handlers.Handlers{RT: rt, Cookies: store, BaseURL: cfg.BaseURL, Log: cfg.Log}
+	h := &handlers.Handlers{RT: rt, Cookies: store, BaseURL: cfg.BaseURL, Log: cfg.Log, RevealFor: cfg.RevealFor, RevealMax: cfg.RevealMax}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subako/subako/handlers"
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/notify"
 	"github.com/subako/subako/runtime/vault"
@@ -34,7 +35,11 @@ type Config struct {
 	// no archive is written or uploaded.
 	MinFreeDisk     byteSize
 	ApprovalTimeout time.Duration
-	LogLevel        string
+	// RevealFor and RevealMax bound the secrets a console form shows once on
+	// the page it redirects to (held in memory until then).
+	RevealFor time.Duration
+	RevealMax int
+	LogLevel  string
 	// EgressAllowPrivate lets MCP servers and function origins on loopback,
 	// private and link-local addresses be reached, for servers whose tools
 	// live on their own network. Off, a version cannot reach inside it.
@@ -76,6 +81,9 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	c.MinFreeDisk = 1 << 30
 	fs.Var(&c.MinFreeDisk, "min-free-disk", "free space the data disk keeps (e.g. 1GiB): under it no sandbox starts and no archive is written or uploaded")
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", 24*time.Hour, "time before a pending approval expires")
+	fs.DurationVar(&c.RevealFor, "reveal-for", handlers.DefaultRevealFor,
+		"how long a secret a console form made (session token, invitation link, API token) waits in memory for the page that shows it once")
+	fs.IntVar(&c.RevealMax, "reveal-max", handlers.DefaultRevealMax, "secrets waiting to be shown once, at most, all browsers together (the oldest are dropped)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&c.EgressAllowPrivate, "egress-allow-private", false,
 		"let MCP servers and function origins reach loopback, private and link-local addresses (cloud metadata included)")
@@ -129,7 +137,7 @@ func (c *Config) validate() error {
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	for name, d := range map[string]time.Duration{"--sandbox-idle-timeout": c.SandboxIdleTimeout,
-		"--sandbox-retire-after": c.SandboxRetireAfter, "--approval-timeout": c.ApprovalTimeout} {
+		"--sandbox-retire-after": c.SandboxRetireAfter, "--approval-timeout": c.ApprovalTimeout, "--reveal-for": c.RevealFor} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, not %s", name, d)
 		}
@@ -139,6 +147,9 @@ func (c *Config) validate() error {
 	}
 	if err := c.Limits.validate(); err != nil {
 		return err
+	}
+	if c.RevealMax < 1 || c.RevealMax > 1_000_000 {
+		return fmt.Errorf("--reveal-max must be between 1 and 1000000, not %d", c.RevealMax)
 	}
 	if c.MaxSandboxes < 1 {
 		return fmt.Errorf("--max-sandboxes must be 1 or more, not %d", c.MaxSandboxes)

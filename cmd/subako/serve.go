@@ -69,7 +69,8 @@ func serve(args []string) error {
 	}
 	srv, metricsHandler := web.NewWithMetrics(rt, web.Config{BaseURL: c.BaseURL, Log: log,
 		CookieHashKey: keys.Derive("cookie hash", 32), CookieBlockKey: keys.Derive("cookie block", 32),
-		AllowedHosts: c.allowedHosts(), MetricsToken: c.MetricsToken, MetricsElsewhere: c.MetricsAddr != ""})
+		AllowedHosts: c.allowedHosts(), MetricsToken: c.MetricsToken, MetricsElsewhere: c.MetricsAddr != "",
+		RevealFor: c.RevealFor, RevealMax: c.RevealMax})
 	if c.MetricsAddr != "" {
 		stopMetrics, err := serveMetrics(c.MetricsAddr, web.MetricsHostCheck(c.BaseURL, c.allowedHosts(), metricsHandler), log)
 		if err != nil {
