@@ -50,12 +50,27 @@ func consoleWorld(t *testing.T) (*world, []string) {
 	w.sandboxOf(s) // the session's sandbox is up, for the Sandboxes pages
 	var vs []struct{ ID string }
 	w.api(w.owner, "GET", "/vaults", nil, &vs)
+	var skill, draft struct{ ID string }
+	sk := map[string]any{"name": "helper", "description": "A script", "files": []map[string]any{
+		{"path": "bin/hello.sh", "content": "#!/bin/sh\necho hello from the skill\n", "mode": "0755"}}}
+	if st := w.api(w.owner, "POST", "/skills", sk, &skill); st != 201 {
+		t.Fatalf("Skill.create: %d", st)
+	}
+	if st := w.api(w.owner, "POST", "/agents/"+w.agent+"/versions", map[string]any{}, &draft); st != 201 {
+		t.Fatalf("Version.create: %d", st)
+	}
+	w.installTestFunction()
 	paths := []string{"/", "/agents", "/agents/" + w.agent, "/versions/" + w.version,
+		"/versions/" + draft.ID, "/versions/" + draft.ID + "/diff?against=" + w.version, "/skills/" + skill.ID,
+		"/skills/" + skill.ID + "/files/bin/hello.sh", "/functions/github/1.0.0",
 		"/skills", "/sessions", "/sessions/" + s.ID,
 		"/sessions/" + s.ID + "/sandboxes", "/approvals", "/approvals/history", "/notifications", "/sandboxes",
 		"/functions", "/vaults", "/usage", "/people", "/tokens", "/audit"}
 	for _, v := range vs {
 		paths = append(paths, "/vaults/"+v.ID)
+	}
+	for _, kind := range []string{"mcp", "skill", "sandbox", "fn", "builtin"} {
+		paths = append(paths, "/versions/"+draft.ID+"/grants/"+kind+"/new")
 	}
 	return w, paths
 }
@@ -130,34 +145,41 @@ func checkPages(t *testing.T, w *world, paths []string, width int64, scheme, axe
 		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
 		t.Fatalf("emulate %s: %v", scheme, err)
 	}
+	checkPage(t, ctx, w.srv.URL+"/login", fmt.Sprintf("/login at %d px, %s", width, scheme), axeJS)
 	steps(t, ctx, "sign in", ownerSignIn(w.srv.URL)...)
 	for _, p := range paths {
 		where := fmt.Sprintf("%s at %d px, %s", p, width, scheme)
 		mu.Lock()
 		current = where
 		mu.Unlock()
-		steps(t, ctx, "open "+where, chromedp.Navigate(w.srv.URL+p),
-			void(chromedp.Poll[bool](`document.readyState === "complete" && !!window.htmx`)))
-		screenshot(ctx, t, fmt.Sprintf("layout-%d-%s%s", width, scheme, strings.ReplaceAll(p, "/", "_")))
-		m, err := chromedp.Run(ctx, chromedp.Evaluate[pageCheck](measureWidth))
-		if err != nil {
-			t.Fatalf("measure %s: %v", where, err)
-		}
-		if m.ScrollWidth != m.ClientWidth {
-			t.Errorf("%s is %d px wide in a %d px window; sticking out: %v", where, m.ScrollWidth, m.ClientWidth, m.Wider)
-		}
-		for _, v := range runAxe(t, ctx, axeJS, where) {
-			if slices.Contains(axeSkipped, v.ID) {
-				continue
-			}
-			b, _ := json.Marshal(v.Nodes)
-			t.Errorf("%s: axe %s (%s): %.600s", where, v.ID, v.Help, b)
-		}
+		checkPage(t, ctx, w.srv.URL+p, where, axeJS)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, e := range errs {
 		t.Errorf("console error on %s", e)
+	}
+}
+
+// checkPage opens one page and wants it to fit the window and pass axe-core.
+func checkPage(t *testing.T, ctx context.Context, url, where, axeJS string) {
+	t.Helper()
+	steps(t, ctx, "open "+where, chromedp.Navigate(url),
+		void(chromedp.Poll[bool](`document.readyState === "complete" && !!window.htmx`)))
+	screenshot(ctx, t, "layout "+strings.NewReplacer("/", "_", "?", "_", " ", "-", ",", "").Replace(where))
+	m, err := chromedp.Run(ctx, chromedp.Evaluate[pageCheck](measureWidth))
+	if err != nil {
+		t.Fatalf("measure %s: %v", where, err)
+	}
+	if m.ScrollWidth != m.ClientWidth {
+		t.Errorf("%s is %d px wide in a %d px window; sticking out: %v", where, m.ScrollWidth, m.ClientWidth, m.Wider)
+	}
+	for _, v := range runAxe(t, ctx, axeJS, where) {
+		if slices.Contains(axeSkipped, v.ID) {
+			continue
+		}
+		b, _ := json.Marshal(v.Nodes)
+		t.Errorf("%s: axe %s (%s): %.600s", where, v.ID, v.Help, b)
 	}
 }
 

@@ -1478,7 +1478,7 @@ func Diff(s layout.Shell, v VersionPage, against string, choices []VersionRow, r
 						}
 						return nil
 					})
-					templ_7745c5c3_Err = components.TableScroll("Changed settings").Render(templ.WithChildren(ctx, templ_7745c5c3_Var65), templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = components.TableScroll("Changed settings of "+r.Kind+" "+r.Name).Render(templ.WithChildren(ctx, templ_7745c5c3_Var65), templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
