@@ -34,13 +34,17 @@ func compress(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		cw := &compressWriter{ResponseWriter: res.Writer, enc: enc}
 		res.Writer = cw
+		// Deferred, so a panic that Recover turns into an error page finds
+		// the plain writer again (nothing was compressed if nothing was written).
+		defer func() {
+			cw.close()
+			res.Writer = cw.ResponseWriter
+		}()
 		// The error page is written here, through the compressor, before it
 		// is closed; the middleware outside sees the error as handled.
 		if err := next(c); err != nil {
 			c.Error(err)
 		}
-		cw.close()
-		res.Writer = cw.ResponseWriter
 		return nil
 	}
 }

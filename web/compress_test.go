@@ -77,11 +77,22 @@ func TestCompressionForPagesNotForStreamsOrArchives(t *testing.T) {
 		}
 	}
 
+	// An error page goes through the same compressor, whole.
+	resp := b.getEncoded(t.Context(), "/sessions/ses_nosuchsession", "gzip", nil)
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil || resp.StatusCode != 404 {
+		t.Fatalf("the 404 page came %d, Content-Encoding %q: %v", resp.StatusCode, resp.Header.Get("Content-Encoding"), err)
+	}
+	if page, err := io.ReadAll(zr); err != nil || !strings.Contains(string(page), "</html>") {
+		t.Fatalf("the 404 page decodes to %.200q (%v)", page, err)
+	}
+	resp.Body.Close()
+
 	// The sandboxes' event stream is sent as it is, so each event arrives
 	// when it is written: its first event is readable before the stream ends.
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	resp := b.getEncoded(ctx, "/sandboxes/events", "gzip, br", map[string]string{"Accept": "text/event-stream"})
+	resp = b.getEncoded(ctx, "/sandboxes/events", "gzip, br", map[string]string{"Accept": "text/event-stream"})
 	if ct, ce := resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"); !strings.HasPrefix(ct, "text/event-stream") || ce != "" {
 		t.Fatalf("the event stream came as %q with Content-Encoding %q", ct, ce)
 	}
