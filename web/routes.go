@@ -22,6 +22,10 @@ type APIRoute struct {
 // agent config) rather than an object of fields; `subako do` takes it as "body".
 func (r APIRoute) WholeBody() bool { return r.Verb == "Version.update" }
 
+// RawBody reports whether the verb's body is a file sent as is (Archive.upload's
+// .tar.gz); `subako do` sends it from --body-file.
+func (r APIRoute) RawBody() bool { return r.Verb == "Archive.upload" }
+
 // apiRoutes is the JSON API, verb by verb, in API.md's order.
 func apiRoutes(h *handlers.Handlers) []APIRoute {
 	return []APIRoute{

@@ -102,14 +102,26 @@ func doJSON(t *testing.T, into any, verb, input string) {
 // serveDB runs the console and API over the database the CLI wrote.
 func serveDB(t *testing.T, dir, url string) *httptest.Server {
 	t.Helper()
+	return serveRuntime(t, openRuntime(t, dir, url))
+}
+
+// openRuntime is a runtime over the database the CLI wrote.
+func openRuntime(t *testing.T, dir, url string) *runtime.Runtime {
+	t.Helper()
 	db, err := models.Open(dir, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rt := runtime.New(db, runtime.Options{Log: quiet})
+	rt := runtime.New(db, runtime.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(rt.Close)
+	return rt
+}
+
+// serveRuntime runs the console and API over rt.
+func serveRuntime(t *testing.T, rt *runtime.Runtime) *httptest.Server {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	key := []byte("0123456789abcdef0123456789abcdef")
 	srv := httptest.NewServer(web.New(rt, web.Config{CookieHashKey: key, CookieBlockKey: key, Log: quiet}))
 	t.Cleanup(srv.Close)

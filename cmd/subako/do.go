@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,11 +23,12 @@ import (
 // the JSON input's fields of the same name.
 func doCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("usage: subako do Noun.verb [--json '{...}' | JSON on stdin]\n\nverbs:\n  %s", strings.Join(verbNames(), "\n  "))
+		return fmt.Errorf("usage: subako do Noun.verb [--json '{...}' | JSON on stdin] [--body-file PATH|-]\n\nverbs:\n  %s", strings.Join(verbNames(), "\n  "))
 	}
 	verb := args[0]
 	fs := flag.NewFlagSet("do", flag.ContinueOnError)
 	raw := fs.String("json", "", "the verb's input as a JSON object (default: standard input when it is not a terminal)")
+	bodyFile := fs.String("body-file", "", "send this file (- for standard input) as the request body, as is: the .tar.gz of Archive.upload, the agent config of Version.update")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -37,11 +40,21 @@ func doCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	if base == "" || token == "" {
 		return fmt.Errorf("set SUBAKO_URL (e.g. http://127.0.0.1:8080) and SUBAKO_TOKEN (from `subako token create`)")
 	}
+	file, err := openBody(route, *bodyFile, *raw, stdin)
+	if err != nil {
+		return err
+	}
+	if file != nil {
+		defer file.Close()
+		if *bodyFile == "-" {
+			stdin = nil // the body; the input is --json alone
+		}
+	}
 	input, err := readInput(*raw, stdin)
 	if err != nil {
 		return err
 	}
-	req, err := buildRequest(base, route, input)
+	req, err := buildRequest(base, route, input, file)
 	if err != nil {
 		return err
 	}
@@ -65,7 +78,7 @@ func doCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 }
 
 func readInput(raw string, stdin io.Reader) (map[string]any, error) {
-	if raw == "" {
+	if raw == "" && stdin != nil {
 		if f, ok := stdin.(*os.File); ok {
 			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 				return map[string]any{}, nil
@@ -89,9 +102,31 @@ func readInput(raw string, stdin io.Reader) (map[string]any, error) {
 	return in, nil
 }
 
+// openBody opens --body-file for a verb that takes a whole body; a verb
+// whose body is a file (RawBody) needs one, since its body is no JSON field.
+func openBody(r web.APIRoute, path, raw string, stdin io.Reader) (io.ReadCloser, error) {
+	switch {
+	case path == "" && r.RawBody():
+		return nil, fmt.Errorf("%s sends a file as its body: --body-file PATH (or - for standard input), with the path's ids in --json", r.Verb)
+	case path == "":
+		return nil, nil
+	case !r.RawBody() && !r.WholeBody():
+		return nil, fmt.Errorf("%s takes its input as JSON fields, not --body-file", r.Verb)
+	case path == "-" && raw == "":
+		return nil, fmt.Errorf("--body-file - reads the body from standard input, so give the path's ids with --json")
+	case path == "-":
+		return io.NopCloser(stdin), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--body-file: %w", err)
+	}
+	return f, nil
+}
+
 // buildRequest fills the route's :params from the input, sends the rest as the
-// query (GET, DELETE) or the JSON body.
-func buildRequest(base string, r web.APIRoute, in map[string]any) (*http.Request, error) {
+// query (GET, DELETE) or the JSON body; a body from --body-file is sent as is.
+func buildRequest(base string, r web.APIRoute, in map[string]any, file io.Reader) (*http.Request, error) {
 	var parts []string
 	for _, seg := range strings.Split(r.Path, "/") {
 		if name, ok := strings.CutPrefix(seg, ":"); ok {
@@ -106,6 +141,25 @@ func buildRequest(base string, r web.APIRoute, in map[string]any) (*http.Request
 	}
 	u := base + "/api/v1" + strings.Join(parts, "/")
 	var body io.Reader
+	if file != nil {
+		if len(in) > 0 {
+			return nil, fmt.Errorf("%s takes only the path's ids in --json with --body-file, not %s", r.Verb, strings.Join(slices.Sorted(maps.Keys(in)), ", "))
+		}
+		req, err := http.NewRequest(r.Method, u, file)
+		if err != nil {
+			return nil, err
+		}
+		if f, ok := file.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+				req.ContentLength = st.Size() // streamed, with its length
+			}
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if r.RawBody() {
+			req.Header.Set("Content-Type", "application/gzip")
+		}
+		return req, nil
+	}
 	if r.Method == http.MethodGet || r.Method == http.MethodDelete {
 		q := url.Values{}
 		for k, v := range in {
