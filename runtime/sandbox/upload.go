@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/subako/subako/runtime/sandbox/archive"
 )
@@ -69,12 +70,20 @@ func (m *Manager) UploadArchive(ctx context.Context, id string, body io.Reader, 
 	}
 }
 
+// sameArchive reports whether a and b record the same archive. before comes
+// from the store, the box's record from memory: PostgreSQL keeps times to the
+// microsecond, so the box's nanoseconds would never match it.
+func sameArchive(a, b Record) bool {
+	return a.ArchiveSHA256 == b.ArchiveSHA256 &&
+		a.ArchiveAt.Truncate(time.Microsecond).Equal(b.ArchiveAt.Truncate(time.Microsecond))
+}
+
 // commitUpload puts the staged archive in place and records it (b.mu held).
 func (m *Manager) commitUpload(ctx context.Context, b *box, staged *archive.Staged, before Record, note string) (Record, error) {
 	if b.machine != nil || b.rec.State != StateSuspended && b.rec.State != StateRetired {
 		return Record{}, ErrRunning
 	}
-	if !b.rec.ArchiveAt.Equal(before.ArchiveAt) || b.rec.ArchiveSHA256 != before.ArchiveSHA256 {
+	if !sameArchive(b.rec, before) {
 		return Record{}, ErrChangedDuringUpload
 	}
 	info, err := staged.Commit(ctx)
