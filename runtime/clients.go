@@ -58,6 +58,9 @@ func clientSchemaProblem(raw json.RawMessage) string {
 	if _, err := s.Resolve(nil); err != nil {
 		return "is not a usable JSON Schema: " + truncate(err.Error(), 300)
 	}
+	if why := tools.SchemaLoop(raw); why != "" {
+		return "is not a usable JSON Schema: " + why
+	}
 	return ""
 }
 

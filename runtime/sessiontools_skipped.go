@@ -65,6 +65,9 @@ func offerable(grant string, listed []storedTool) ([]tools.ToolDef, []SkippedToo
 		if why == "" {
 			why = clientNameProblem(tools.FullName(tools.KindMCP, grant, t.Name))
 		}
+		if why == "" {
+			why = tools.SchemaLoop(t.InputSchema)
+		}
 		if why != "" {
 			s := SkippedTool{Grant: grant, Tool: t.Name, Reason: why}
 			if t.Name != "" {

@@ -265,6 +265,11 @@ func checkInput(t offered, raw json.RawMessage) (json.RawMessage, error) {
 	if len(t.InputSchema) == 0 {
 		return raw, nil
 	}
+	if tools.SchemaLoop(t.InputSchema) != "" {
+		// Validating would recurse until the process dies; such tools are
+		// skipped or refused where they come in, this guards what was stored.
+		return raw, nil
+	}
 	var schema jsonschema.Schema
 	if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
 		return raw, nil // a server's schema we cannot read is the server's problem, not the caller's

@@ -26,18 +26,8 @@ func TestToolsClientsCannotTakeAreSkippedAndShown(t *testing.T) {
 		})
 	url, _ := mcptest.StartFlood(t, false, 400<<20, mcptest.Echo(), mcptest.Named("get.order"), mcptest.Named(long), wordy)
 
-	e := newEnv(t)
-	owner := e.owner()
-	w := &world{env: e, owner: owner.token()}
-	_, draft := e.agentWithDraft(w.owner)
-	cfg := `{"mcp_servers": [{"name": "orders", "url": "` + url + `", "default_policy": "allow"}]}`
-	if st, body := e.rawAPI(w.owner, "PUT", "/versions/"+draft.ID+"/config", cfg); st != 200 {
-		t.Fatalf("Version.update: %d %s", st, body)
-	}
-	if st := e.api(w.owner, "POST", "/versions/"+draft.ID+"/publish", nil, nil); st != 200 {
-		t.Fatalf("Version.publish: %d", st)
-	}
-	w.version = draft.ID
+	w, owner := mcpWorld(t, "orders", url)
+	e := w.env
 	s := w.session()
 
 	var offered []struct{ Name string }
@@ -53,7 +43,7 @@ func TestToolsClientsCannotTakeAreSkippedAndShown(t *testing.T) {
 		t.Fatalf("Session.tools offers %v; want %v", names, want)
 	}
 	var vtools []struct{ Name string }
-	if st := e.api(w.owner, "GET", "/versions/"+draft.ID+"/tools", nil, &vtools); st != 200 || len(vtools) != 2 {
+	if st := e.api(w.owner, "GET", "/versions/"+w.version+"/tools", nil, &vtools); st != 200 || len(vtools) != 2 {
 		t.Fatalf("Version.tools: %d %+v; want echo and flood only", st, vtools)
 	}
 	listed, err := w.mcpSession(s).ListTools(t.Context(), nil)

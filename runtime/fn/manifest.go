@@ -156,6 +156,9 @@ func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a usable JSON Schema: %w", err)
 	}
+	if why := tools.SchemaLoop(raw); why != "" {
+		return nil, fmt.Errorf("not a usable JSON Schema: %s", why)
+	}
 	return r, nil
 }
 

@@ -51,6 +51,8 @@ func TestParseManifest(t *testing.T) {
 		{"NUL in the description", with(`,"description":"a\u0000b"`), "description", "NUL"},
 		{"NUL in a tool's description", `{"name":"pkg","version":"1.0.0","tools":[{"name":"run","description":"a\u0000","input_schema":{"type":"object"}}]}`,
 			"tools[0].description", "NUL"},
+		{"schema that refers to itself", `{"name":"pkg","version":"1.0.0","tools":[{"name":"run","description":"d","input_schema":{"type":"object","$ref":"#"}}]}`,
+			"tools[0].input_schema", "refers back to the top"},
 		{"broken UTF-8", with(`,"description":"a` + "\xff" + `b"`), "manifest", "not valid UTF-8"},
 	}
 	for _, tt := range tests {

@@ -2,7 +2,6 @@ package mcpclient_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -147,42 +146,13 @@ func watchHeap(t *testing.T) (peak func() uint64) {
 	return func() uint64 { close(stop); return <-done }
 }
 
-// rawServer answers MCP over JSON-RPC itself, for what the Go SDK's server
-// cannot send: answer gives the result or error JSON of each request
-// (initialize is answered for it).
-func rawServer(t *testing.T, answer func(method string) string) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		if req.ID == nil {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		out := `"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
-		if req.Method != "initialize" {
-			out = answer(req.Method)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,%s}`, req.ID, out)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/mcp"
-}
-
 // TestDiscoverySkipsANameListedTwice serves a tools/list that names "ok"
 // twice (the Go SDK's server cannot): the first is kept, the second
 // skipped with the reason, so the session never offers a model two tools
 // of one name (model APIs refuse the whole list then). "OK" is another name
 // and is kept.
 func TestDiscoverySkipsANameListedTwice(t *testing.T) {
-	url := rawServer(t, func(string) string {
+	url := mcptest.StartRaw(t, func(string) string {
 		return `"result":{"tools":[{"name":"ok","description":"first","inputSchema":{"type":"object"}},` +
 			`{"name":"ok","description":"second","inputSchema":{"type":"object"}},` +
 			`{"name":"OK","description":"other","inputSchema":{"type":"object"}}]}`
@@ -209,7 +179,7 @@ func TestDiscoverySkipsANameListedTwice(t *testing.T) {
 // code, not 3 MB that would go into the log line, the stored call and the
 // session page each time.
 func TestAServersErrorMessageIsCut(t *testing.T) {
-	url := rawServer(t, func(string) string {
+	url := mcptest.StartRaw(t, func(string) string {
 		return `"error":{"code":-32000,"message":"boom ` + strings.Repeat("E", 3<<20) + `"}`
 	})
 	p := newPool(t, mcpclient.Options{})
