@@ -12,9 +12,9 @@ import (
 	"github.com/subako/subako/views/pages"
 )
 
-// secretKey holds a new signing secret in the (encrypted) session cookie
-// between the POST that made it and the one page view that shows it.
-const secretKey = "channel_secret"
+// secretSlot holds a new signing secret server-side (reveal.go) between the
+// POST that made it and the one page view that shows it.
+const secretSlot = "channel-secret"
 
 // Notifications is the page where each approver chooses what emails them
 // and owners and admins manage channels and watch deliveries.
@@ -211,19 +211,14 @@ func (h *Handlers) stashSecret(c echo.Context, channel, secret string) {
 	if secret == "" {
 		return
 	}
-	s := h.session(c)
-	s.Values[secretKey] = channel + "\x00" + secret
-	_ = h.saveSession(c, s, sessionMaxAge)
+	h.reveal(c, secretSlot, channel+"\x00"+secret)
 }
 
 func (h *Handlers) takeSecret(c echo.Context) (channel, secret string) {
-	s := h.session(c)
-	v, _ := s.Values[secretKey].(string)
-	if v == "" {
+	v, ok := h.takeRevealed(c, secretSlot)
+	if !ok {
 		return "", ""
 	}
-	delete(s.Values, secretKey)
-	_ = h.saveSession(c, s, sessionMaxAge)
 	channel, secret, _ = strings.Cut(v, "\x00")
 	return channel, secret
 }
