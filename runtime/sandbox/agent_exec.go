@@ -57,7 +57,12 @@ func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecRes
 	err := cmd.Wait()
 	res := ExecResult{DurationMs: time.Since(started).Milliseconds()}
 	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) && !errors.Is(err, exec.ErrWaitDelay) {
+	// The init may exit on its own while the kernel still ends what the
+	// command left (a fork bomb's thousand processes take a second), and
+	// the deadline come meanwhile: Wait then reports the deadline, or the
+	// failed kill of a group already gone, though the exec did end.
+	outlived := err != nil && cmd.ProcessState != nil && ctx.Err() != nil
+	if err != nil && !errors.As(err, &exitErr) && !errors.Is(err, exec.ErrWaitDelay) && !outlived {
 		return ExecResult{}, fmt.Errorf("agent: run: %w", err)
 	}
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -65,7 +70,7 @@ func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecRes
 	if ws.Signaled() {
 		res.ExitCode = 128 + int(ws.Signal())
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && ws.Signaled() {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && (ws.Signaled() || outlived) {
 		res.TimedOut, res.ExitCode = true, TimeoutExitCode
 	}
 	res.Stdout, res.StdoutTruncated, res.StdoutBytes = stdout.Result()

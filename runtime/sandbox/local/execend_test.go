@@ -119,3 +119,27 @@ while True:
 	cancel()
 	<-done
 }
+
+// A fork bomb's exec that ends just before its timeout leaves the kernel
+// ending a thousand processes past it: the exec still answers, timed out,
+// instead of failing with the deadline. (How long the kernel takes varies,
+// so this reproduces the failure often, not every run.)
+func TestBombEndingAtItsTimeoutStillAnswers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the pid limit needs cgroups, so a root server")
+	}
+	m := start(t, newDriver(t, Config{}), sandbox.Spec{Limits: sandbox.Limits{Pids: 1024}})
+	// How long the kernel takes to end the bomb varies: these end at
+	// several points before the timeout, so one ends inside that window.
+	for _, sleep := range []string{"1.5", "1.6", "1.7", "1.8", "1.9", "1.95"} {
+		res, err := m.Exec(context.Background(), sandbox.ExecRequest{
+			Command: "b() { b | b & }; b 2> /dev/null; sleep " + sleep + "; echo slept", TimeoutSecs: 2})
+		// The bomb may also leave sleep no pid (exit 2): a result all the same.
+		if err != nil {
+			t.Fatalf("the bomb's exec (sleep %s) failed: %v, %+v; want a result", sleep, err, res)
+		}
+	}
+	if res := run(t, m, "echo after"); res.Stdout != "after\n" {
+		t.Errorf("the exec after the bomb: %+v", res)
+	}
+}
