@@ -21,15 +21,18 @@ var refKeywords = []string{"$ref", "$dynamicRef", "$recursiveRef"}
 // SchemaLoop says why validating against the JSON Schema raw might never
 // end, or "" when it cannot loop: a reference that leads back to where it
 // started without reading into the value ("$ref": "#" at the top, two
-// allOf that name each other). References other than a JSON pointer into
-// raw itself ("#/…"), and nested "$id"s that move what "#" means, are not
-// followed and count as a possible loop: such a schema is not validated
-// against here, whoever wrote it.
+// allOf that name each other). Anchors ("#name"), references by URI in a
+// schema that names itself with "$id", and nested "$id"s that move what "#"
+// means are not followed and count as a possible loop. A reference to
+// another document is no loop: with no loader the validator refuses the
+// whole schema, and the input is not validated against it.
 func SchemaLoop(raw json.RawMessage) string {
 	var root any
 	if err := json.Unmarshal(raw, &root); err != nil {
 		return ""
 	}
+	top, _ := root.(map[string]any)
+	_, named := top["$id"]
 	nodes := map[string]map[string]any{}
 	if why := indexSchemas(root, "", nodes, true); why != "" {
 		return why
@@ -49,7 +52,7 @@ func SchemaLoop(raw json.RawMessage) string {
 			return ""
 		}
 		state[ptr] = onPath
-		next, why := inPlaceTargets(nodes[ptr], ptr, nodes)
+		next, why := inPlaceTargets(nodes[ptr], ptr, nodes, named)
 		if why != "" {
 			return why
 		}
@@ -98,7 +101,7 @@ func indexSchemas(v any, ptr string, nodes map[string]map[string]any, top bool) 
 }
 
 // inPlaceTargets lists the pointers of the schemas s applies to its own value.
-func inPlaceTargets(s map[string]any, ptr string, nodes map[string]map[string]any) ([]string, string) {
+func inPlaceTargets(s map[string]any, ptr string, nodes map[string]map[string]any, named bool) ([]string, string) {
 	var out []string
 	for _, k := range inPlace {
 		switch c := s[k].(type) {
@@ -122,6 +125,9 @@ func inPlaceTargets(s map[string]any, ptr string, nodes map[string]map[string]an
 		ref, ok := s[k].(string)
 		if !ok {
 			continue
+		}
+		if !strings.HasPrefix(ref, "#") && !named {
+			continue // another document: never loaded, so never validated against
 		}
 		target, ok := localPointer(ref)
 		if !ok {
