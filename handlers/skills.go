@@ -124,7 +124,7 @@ func (h *Handlers) Skill(c echo.Context) error {
 		return err
 	}
 	d := pages.SkillDetail{ID: s.ID, Name: s.Name, Description: s.Description, Size: skillSize(s.Size),
-		Created: fmtTime(s.CreatedAt), CanDelete: p.Can("Skill.delete")}
+		Created: fmtTime(s.CreatedAt), CanDelete: p.Can("Skill.delete"), DeleteRefusal: h.RT.SkillDeleteRefusal(ctx(c), p, s.ID)}
 	for _, f := range s.Files {
 		d.Files = append(d.Files, pages.SkillFileRow{Path: f.Path, Href: skillFileHref(s.Name, f.Path),
 			Size: skillSize(f.Size), Executable: f.Mode == runtime.SkillModeExec})

@@ -71,7 +71,8 @@ func (h *Handlers) vaultPage(c echo.Context, status int, ref string, f pages.Cre
 		return err
 	}
 	d := pages.VaultDetail{ID: v.ID, Name: v.Name, Description: v.Description, Created: fmtTime(v.CreatedAt), Form: f,
-		CanSet: p.Can("Credential.set"), CanDeleteCredential: p.Can("Credential.delete"), CanDelete: p.Can("Vault.delete")}
+		CanSet: p.Can("Credential.set"), CanDeleteCredential: p.Can("Credential.delete"), CanDelete: p.Can("Vault.delete"),
+		DeleteRefusal: h.RT.VaultDeleteRefusal(ctx(c), p, v.ID)}
 	if d.Form.Type == "" {
 		d.Form.Type = "bearer"
 	}

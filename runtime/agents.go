@@ -183,11 +183,5 @@ func (r *Runtime) AgentDeleteRefusal(ctx context.Context, p Principal, id string
 	if !p.Can("Agent.delete") {
 		return "deleting an agent needs the Agent.delete permission"
 	}
-	if err := r.agentDeletable(ctx, id); err != nil {
-		if e, ok := AsError(err); ok {
-			return e.Detail
-		}
-		return "whether it can be deleted could not be checked: " + err.Error()
-	}
-	return ""
+	return refusal(r.agentDeletable(ctx, id))
 }

@@ -280,13 +280,8 @@ func (r *Runtime) SkillDelete(ctx context.Context, p Principal, ref string) erro
 		}
 		a.target(rec.ID)
 		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			users, err := skillUsers(tx, rec.Name)
-			if err != nil {
+			if err := skillInUse(tx, rec.Name); err != nil {
 				return err
-			}
-			if len(users) > 0 {
-				return conflict("skill_in_use", fmt.Sprintf("skill %s is granted by %s; remove the grant from those versions first",
-					rec.Name, strings.Join(users, ", ")))
 			}
 			if err := tx.Where("skill_id = ?", rec.ID).Delete(&models.SkillFile{}).Error; err != nil {
 				return fmt.Errorf("runtime: delete skill files: %w", err)

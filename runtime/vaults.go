@@ -158,11 +158,8 @@ func (r *Runtime) VaultDelete(ctx context.Context, p Principal, ref string) erro
 			if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).First(&models.Vault{}, "id = ?", v.ID).Error; err != nil {
 				return err
 			}
-			var n int64
-			tx.Table("session_vaults").Joins("JOIN sessions ON sessions.id = session_vaults.session_id").
-				Where("session_vaults.vault_id = ? AND sessions.state = ?", v.ID, SessionActive).Count(&n)
-			if n > 0 {
-				return conflict("vault_in_use", fmt.Sprintf("vault %s is bound to %d running session(s): end them first", v.Name, n))
+			if err := vaultInUse(tx, v); err != nil {
+				return err
 			}
 			if err := tx.Where("vault_id = ?", v.ID).Delete(&models.SessionVault{}).Error; err != nil {
 				return err

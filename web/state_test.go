@@ -113,3 +113,49 @@ func TestAgentDeleteIsOffWithTheReasonWhenItCannotSucceed(t *testing.T) {
 		t.Fatalf("an agent that never ran is not offered Delete: %s", button)
 	}
 }
+
+var deleteButtonRe = regexp.MustCompile(`<button[^>]*data-testid="(?:vault|skill)-delete"[^>]*>`)
+
+// A vault bound to a running session and a skill a version grants cannot be
+// deleted: their pages disable Delete and say why, with the verb's own words;
+// once nothing holds them, Delete is offered again.
+func TestDeleteIsOffWhileAVaultOrSkillIsInUse(t *testing.T) {
+	w := newWorld(t, everythingConfig)
+	owner := w.browserOf()
+	s := w.session(w.vault)
+	if st := w.api(w.owner, "POST", "/skills", map[string]any{"name": "refund-policy", "files": []map[string]any{{"path": "SKILL.md", "content": "x"}}}, nil); st != 201 {
+		t.Fatalf("Skill.create: %d", st)
+	}
+	var draft version
+	if st := w.api(w.owner, "POST", "/agents/"+w.agent+"/versions", map[string]any{}, &draft); st != 201 {
+		t.Fatalf("Version.create: %d", st)
+	}
+	if st, body := w.rawAPI(w.owner, "PUT", "/versions/"+draft.ID+"/config", `{"skills":[{"name":"refunds","skill":"refund-policy"}]}`); st != 200 {
+		t.Fatalf("Version.update: %d %s", st, body)
+	}
+	cases := []struct{ path, why, reason string }{
+		{"/vaults/" + w.vault, "vault-delete-why", "bound to 1 running session(s)"},
+		{"/skills/refund-policy", "skill-delete-why", "is granted by support version 2"},
+	}
+	for _, c := range cases {
+		page := mustGet(owner, c.path)
+		if b := deleteButtonRe.FindString(page); !strings.Contains(b, "disabled") || !strings.Contains(b, `aria-describedby="`+c.why+`"`) {
+			t.Errorf("%s: Delete is not disabled and described: %s", c.path, b)
+		}
+		if got := fieldText(page, c.why); !strings.Contains(got, c.reason) {
+			t.Errorf("%s: the reason reads %q, want %q", c.path, got, c.reason)
+		}
+	}
+	if st := w.api(w.owner, "POST", "/sessions/"+s.ID+"/end", nil, nil); st != 200 {
+		t.Fatalf("Session.end: %d", st)
+	}
+	if st, body := w.rawAPI(w.owner, "PUT", "/versions/"+draft.ID+"/config", `{}`); st != 200 {
+		t.Fatalf("Version.update: %d %s", st, body)
+	}
+	for _, c := range cases {
+		page := mustGet(owner, c.path)
+		if b := deleteButtonRe.FindString(page); b == "" || strings.Contains(b, "disabled") || strings.Contains(page, c.why) {
+			t.Errorf("%s: with nothing holding it, Delete is not offered: %s", c.path, b)
+		}
+	}
+}
