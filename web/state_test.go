@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -156,6 +157,31 @@ func TestDeleteIsOffWhileAVaultOrSkillIsInUse(t *testing.T) {
 		page := mustGet(owner, c.path)
 		if b := deleteButtonRe.FindString(page); b == "" || strings.Contains(b, "disabled") || strings.Contains(page, c.why) {
 			t.Errorf("%s: with nothing holding it, Delete is not offered: %s", c.path, b)
+		}
+	}
+}
+
+// Every confirmation names what it acts on, so the dialog asks about this
+// session, this version, this grant, not "this".
+func TestConfirmationsNameTheThing(t *testing.T) {
+	w := newWorld(t, everythingConfig)
+	owner := w.browserOf()
+	s := w.titledSession("Refunds")
+	var draft version
+	if st := w.api(w.owner, "POST", "/agents/"+w.agent+"/versions", map[string]any{"from": w.version}, &draft); st != 201 {
+		t.Fatalf("Version.create: %d", st)
+	}
+	cases := []struct{ path, confirm string }{
+		{"/sessions/" + s.ID, "End the session Refunds? Its token stops working"},
+		{"/versions/" + draft.ID, "Publish version 2 of support? It becomes immutable."},
+		{"/versions/" + draft.ID, "Remove the MCP server grant `everything`?"},
+		{"/agents/" + w.agent, "Delete the agent support and all its versions?"},
+		{"/vaults/" + w.vault, "Delete the vault customer-a and all its credentials?"},
+		{"/tokens", "Revoke the token test? Whatever uses it stops working at once."},
+	}
+	for _, c := range cases {
+		if page := mustGet(owner, c.path); !strings.Contains(html.UnescapeString(page), `data-confirm="`+c.confirm) {
+			t.Errorf("%s does not ask %q", c.path, c.confirm)
 		}
 	}
 }

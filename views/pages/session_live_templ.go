@@ -751,9 +751,9 @@ func SessionRulesView(v SessionRules) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var37 string
-				templ_7745c5c3_Var37, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Revoke? " + r.Tool + " will ask first again.").Resolve(ctx)
+				templ_7745c5c3_Var37, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Revoke the rule that allows " + r.Tool + " in this session? It will ask first again.").Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/session_live.templ`, Line: 183, Col: 185}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/session_live.templ`, Line: 183, Col: 225}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var37)
 				if templ_7745c5c3_Err != nil {
