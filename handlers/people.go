@@ -20,8 +20,11 @@ func (h *Handlers) peoplePage(c echo.Context, status int, extra pages.PeoplePage
 	view.Manage = p.Can("User.update")
 	view.Levels = runtime.AccessLevels
 	for _, u := range users {
-		view.People = append(view.People, pages.PersonRow{ID: u.ID, Email: u.Email, Name: u.Name, Access: u.Access,
-			Since: fmtTime(u.CreatedAt), You: u.ID == p.ID})
+		row := pages.PersonRow{ID: u.ID, Email: u.Email, Name: u.Name, Access: u.Access, Since: fmtTime(u.CreatedAt), You: u.ID == p.ID}
+		if view.Manage {
+			row.RemoveRefusal = h.RT.UserRemoveRefusal(ctx(c), p, u.ID)
+		}
+		view.People = append(view.People, row)
 	}
 	return render(c, status, pages.People(h.shell(c, "People", "people"), view))
 }

@@ -78,3 +78,16 @@ func (r *Runtime) SkillDeleteRefusal(ctx context.Context, p Principal, ref strin
 	}
 	return refusal(skillInUse(r.db.WithContext(ctx), rec.Name))
 }
+
+// UserRemoveRefusal says why User.remove would refuse removing this person
+// now (the last owner; an owner, for someone who is not one), or "".
+func (r *Runtime) UserRemoveRefusal(ctx context.Context, p Principal, id string) string {
+	if !p.Can("User.remove") {
+		return "removing a person needs the User.remove permission"
+	}
+	var u models.User
+	if err := r.db.WithContext(ctx).First(&u, "id = ?", id).Error; err != nil {
+		return refusal(err)
+	}
+	return refusal(checkOwnerChange(r.db.WithContext(ctx), p, u, ""))
+}

@@ -185,3 +185,27 @@ func TestConfirmationsNameTheThing(t *testing.T) {
 		}
 	}
 }
+
+// The last owner cannot be removed: the People page disables their Remove
+// and says why; with a second owner, both may be removed.
+func TestRemoveIsOffForTheLastOwner(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	button := func(page, email string) string {
+		return regexp.MustCompile(`<button[^>]*data-testid="remove-` + regexp.QuoteMeta(email) + `"[^>]*>`).FindString(page)
+	}
+	page := mustGet(owner, "/people")
+	if b := button(page, "owner@example.com"); !strings.Contains(b, "disabled") || !strings.Contains(b, "aria-describedby") {
+		t.Fatalf("the last owner's Remove is not disabled and described: %s", b)
+	}
+	if why := fieldText(page, "remove-why-owner@example.com"); !strings.Contains(why, "the last owner cannot be removed") {
+		t.Fatalf("the reason reads %q", why)
+	}
+	e.person(owner, "second@example.com", "owner")
+	page = mustGet(owner, "/people")
+	for _, email := range []string{"owner@example.com", "second@example.com"} {
+		if b := button(page, email); b == "" || strings.Contains(b, "disabled") {
+			t.Errorf("with two owners, %s's Remove is not offered: %s", email, b)
+		}
+	}
+}
