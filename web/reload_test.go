@@ -90,3 +90,36 @@ func TestReloadAfterCreatingPostCreatesNothing(t *testing.T) {
 		})
 	}
 }
+
+// The upload and grant forms redirect too: a skill uploaded and a grant added
+// once, however often the page after is reloaded.
+func TestReloadAfterUploadOrGrantCreatesNothing(t *testing.T) {
+	w := newWorld(t, everythingConfig)
+	owner := w.browserOf()
+	var draft version
+	if st := w.api(w.owner, "POST", "/agents/"+w.agent+"/versions", map[string]any{}, &draft); st != 201 {
+		t.Fatalf("Version.create: %d", st)
+	}
+	reload := func(what string, resp *http.Response, count func() int) {
+		t.Helper()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("%s answered %d, not a redirect", what, resp.StatusCode)
+		}
+		made := count()
+		for range 2 {
+			owner.get(resp.Header.Get("Location"))
+		}
+		if n := count(); n != made || n != 1 {
+			t.Fatalf("%s: %d after the form, %d after reloading, want 1", what, made, n)
+		}
+	}
+	resp, _ := owner.uploadSkill("refunds", "", skillZip(t, skillEntry{name: "SKILL.md", body: "# Refunds"}))
+	reload("the skill upload", resp, func() int { return w.skillCount(w.owner) })
+
+	resp, _ = owner.post("/versions/"+draft.ID+"/grants/mcp", url.Values{"name": {"everything"}, "url": {w.mcpURL}, "default_policy": {"allow"}})
+	reload("the grant form", resp, func() int {
+		var v version
+		w.api(w.owner, "GET", "/versions/"+draft.ID, nil, &v)
+		return strings.Count(string(v.Config), `"name":"everything"`) + strings.Count(string(v.Config), `"name": "everything"`)
+	})
+}
