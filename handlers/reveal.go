@@ -15,6 +15,7 @@ import (
 // A redirect lands on the process that answered the POST in every deployment
 // Subako has today (one console process); several replicas would need sticky
 // sessions or a shared store.
+
 // The defaults of --reveal-for and --reveal-max.
 const (
 	// DefaultRevealFor is how long a secret waits for its page: a redirect is
