@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -67,7 +68,7 @@ func attachDisk(ws string, size int64, uid, gid int) (*workspaceDisk, error) {
 		return nil, err
 	}
 	w := &workspaceDisk{ws: ws, lock: lock}
-	if out, err := exec.Command("mount", "-o", "loop,nodev,nosuid,noatime", img, ws).CombinedOutput(); err != nil {
+	if out, err := helper("mount", "-o", "loop,nodev,nosuid,noatime", img, ws).CombinedOutput(); err != nil {
 		w.release()
 		os.Remove(img)
 		return nil, fmt.Errorf("local: mount the workspace disk of %s: %v: %s", ws, err, strings.TrimSpace(string(out)))
@@ -104,7 +105,7 @@ func makeImage(mkfs, img, src string, size int64) error {
 		// No blocks reserved for root (the sandbox user gets the whole size);
 		// an inode per 8 KiB, so many small files fit; lazy init keeps the
 		// image sparse.
-		out, err := exec.Command(mkfs, "-q", "-F", "-m", "0", "-i", "8192", "-d", src,
+		out, err := helper(mkfs, "-q", "-F", "-m", "0", "-i", "8192", "-d", src,
 			"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", img).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("local: make the workspace disk: %v: %s", err, strings.TrimSpace(string(out)))
@@ -174,7 +175,7 @@ func finishDisk(ws string) error {
 		if !isMountPoint(ws) {
 			// A machine that crashed with its server and a reboot since:
 			// the image holds the newest files, so mount it again.
-			if out, err := exec.Command("mount", "-o", "loop,nodev,nosuid,noatime", img, ws).CombinedOutput(); err != nil {
+			if out, err := helper("mount", "-o", "loop,nodev,nosuid,noatime", img, ws).CombinedOutput(); err != nil {
 				if isExt4(img) {
 					return fmt.Errorf("local: the workspace disk %s holds the newest files of %s but does not mount: %v: %s",
 						img, ws, err, strings.TrimSpace(string(out)))
@@ -190,7 +191,7 @@ func finishDisk(ws string) error {
 		if err := os.Mkdir(out, 0o700); err != nil {
 			return fmt.Errorf("local: workspace disk: %w", err)
 		}
-		if msg, err := exec.Command("cp", "-a", ws+"/.", out+"/").CombinedOutput(); err != nil {
+		if msg, err := helper("cp", "-a", ws+"/.", out+"/").CombinedOutput(); err != nil {
 			return fmt.Errorf("local: copy the workspace disk of %s out (it stays mounted): %v: %s", ws, err, strings.TrimSpace(string(msg)))
 		}
 		if err := syncDir(out); err != nil {
@@ -222,6 +223,15 @@ func finishDisk(ws string) error {
 		}
 	}
 	return nil
+}
+
+// helper is a program the driver runs on a workspace (mkfs, mount, cp). It
+// dies with the server: a copy left running by a killed server would go on
+// writing into the folder the next server recovers, and hold its disk busy.
+func helper(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
 
 // isExt4 reports whether img carries an ext4 superblock, which mkfs writes
