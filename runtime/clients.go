@@ -38,6 +38,22 @@ var clientToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // calls are validated against it, so it must be a JSON object whose "type"
 // is "object" and that the validator can compile.
 func clientSchemaProblem(raw json.RawMessage) string {
+	if why := schemaShapeProblem(raw); why != "" {
+		return why
+	}
+	var s jsonschema.Schema
+	_ = json.Unmarshal(raw, &s) // schemaShapeProblem decoded it
+	if _, err := s.Resolve(nil); err != nil {
+		return "is not a usable JSON Schema: " + truncate(err.Error(), 300)
+	}
+	return ""
+}
+
+// schemaShapeProblem says why raw is not an input schema clients take (a
+// JSON Schema of type "object", with known types, that does not loop), or
+// "". It is what an MCP server's tool must meet to be offered: model APIs
+// refuse the whole tool list when one tool's schema is not one.
+func schemaShapeProblem(raw json.RawMessage) string {
 	const want = `must be a JSON Schema of type "object", such as {"type": "object", "properties": {}}`
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &probe); err != nil || probe == nil {
@@ -54,9 +70,6 @@ func clientSchemaProblem(raw json.RawMessage) string {
 	if t := unknownSchemaType(&s); t != "" {
 		// The validator compiles an unknown type and then fails every call.
 		return "is not a valid JSON Schema: " + t + " is not a JSON type; use null, boolean, object, array, number, integer or string"
-	}
-	if _, err := s.Resolve(nil); err != nil {
-		return "is not a usable JSON Schema: " + truncate(err.Error(), 300)
 	}
 	if why := tools.SchemaLoop(raw); why != "" {
 		return "is not a usable JSON Schema: " + why

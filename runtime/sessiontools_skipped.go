@@ -65,8 +65,10 @@ func offerable(grant string, listed []storedTool) ([]tools.ToolDef, []SkippedToo
 		if why == "" {
 			why = clientNameProblem(tools.FullName(tools.KindMCP, grant, t.Name))
 		}
-		if why == "" {
-			why = tools.SchemaLoop(t.InputSchema)
+		if why == "" && t.Name != "" {
+			if p := schemaShapeProblem(t.InputSchema); p != "" {
+				why = "its input schema " + p
+			}
 		}
 		if why != "" {
 			s := SkippedTool{Grant: grant, Tool: t.Name, Reason: why}

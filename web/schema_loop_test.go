@@ -16,12 +16,15 @@ const loopSchema = `{"type":"object","$ref":"#"}`
 // value took the whole server down (fatal stack overflow) at its first call:
 // an MCP server could list one, and a session's own agent could declare one
 // as a client tool. The MCP tool is skipped with the reason, the client tool
-// refused naming the field, and the server answers on.
+// refused naming the field, and the server answers on. A tool whose schema
+// is not of type "object" is skipped too: model APIs refuse the whole tool
+// list for it, as for a bad name.
 func TestSelfReferringSchemasCannotCrashTheServer(t *testing.T) {
 	url := mcptest.StartRaw(t, func(method string) string {
 		if method == "tools/list" {
 			return `"result":{"tools":[{"name":"loop","description":"x","inputSchema":` + loopSchema + `},` +
-				`{"name":"tree","description":"y","inputSchema":{"type":"object","properties":{"child":{"$ref":"#"}}}}]}`
+				`{"name":"tree","description":"y","inputSchema":{"type":"object","properties":{"child":{"$ref":"#"}}}},` +
+				`{"name":"str","description":"z","inputSchema":{"type":"string"}}]}`
 		}
 		return `"result":{"content":[{"type":"text","text":"called"}]}`
 	})
@@ -33,8 +36,10 @@ func TestSelfReferringSchemasCannotCrashTheServer(t *testing.T) {
 		t.Fatalf("Session.tools offers %v; want the tree tool only", got)
 	}
 	_, page := owner.get("/sessions/" + s.ID)
-	if !strings.Contains(page, "mcp__raw__loop") || !strings.Contains(page, "refers back to the top") {
-		t.Fatal("the session page does not list the looping tool as skipped, with why")
+	for _, want := range []string{"mcp__raw__loop", "refers back to the top", "mcp__raw__str", "must be a JSON Schema of type &#34;object&#34;"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the session page does not show %q among skipped tools", want)
+		}
 	}
 	st, body := e.rawAPI(s.Token, "POST", "/sessions/"+s.ID+"/tool_calls", `{"tool": "mcp__raw__loop", "input": {}}`)
 	var p problem

@@ -47,7 +47,7 @@ func SchemaLoop(raw json.RawMessage) string {
 	visit = func(ptr string) string {
 		switch state[ptr] {
 		case onPath:
-			return fmt.Sprintf("its schema refers back to %s without reading into the value, so validating against it would never end", pointerName(ptr))
+			return fmt.Sprintf("it refers back to %s without reading into the value, so validating against it would never end", pointerName(ptr))
 		case done:
 			return ""
 		}
@@ -82,7 +82,7 @@ func indexSchemas(v any, ptr string, nodes map[string]map[string]any, top bool) 
 	switch t := v.(type) {
 	case map[string]any:
 		if _, ok := t["$id"]; ok && !top {
-			return fmt.Sprintf("its schema sets $id at %s, which this server does not follow", pointerName(ptr))
+			return fmt.Sprintf("it sets $id at %s, which this server does not follow", pointerName(ptr))
 		}
 		nodes[ptr] = t
 		for k, c := range t {
@@ -131,7 +131,7 @@ func inPlaceTargets(s map[string]any, ptr string, nodes map[string]map[string]an
 		}
 		target, ok := localPointer(ref)
 		if !ok {
-			return nil, fmt.Sprintf("its schema has %s %q at %s, which this server does not follow", k, cut(ref, 80), pointerName(ptr))
+			return nil, fmt.Sprintf("it has %s %q at %s, which this server does not follow", k, cut(ref, 80), pointerName(ptr))
 		}
 		if _, ok := nodes[target]; ok {
 			out = append(out, target)
