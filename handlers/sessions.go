@@ -245,6 +245,8 @@ func (h *Handlers) sessionLive(cx context.Context, p runtime.Principal, id strin
 	if err != nil {
 		return l, err
 	}
+	// An ended session's rules are its record: nothing to revoke (SessionRule.revoke refuses).
+	rules.CanRevoke = rules.CanRevoke && s.State == runtime.SessionActive
 	l = sessionLive{session: s, pending: pending, rules: rules, calls: pages.SessionCalls{SessionID: id}}
 	l.head = pages.SessionHead{ID: s.ID, Title: s.Title, State: s.State, Created: fmtTime(s.CreatedAt), CanEnd: p.Can("Session.end")}
 	if s.EndedAt != nil {

@@ -67,6 +67,10 @@ func (r *Runtime) SessionRuleRevoke(ctx context.Context, p Principal, session, r
 		if err != nil {
 			return err
 		}
+		if s.State != SessionActive {
+			// Nothing can be called any more; the rules stay as the record of what it allowed.
+			return conflict("session_ended", "the session has ended: its rules stay as the record of what it allowed")
+		}
 		res := r.db.WithContext(ctx).Where("id = ? AND session_id = ?", rule, s.ID).Delete(&models.SessionRule{})
 		if res.Error != nil {
 			return fmt.Errorf("runtime: revoke session rule %s: %w", rule, res.Error)

@@ -75,7 +75,22 @@ func TestTryResultFollowsTheDecision(t *testing.T) {
 func TestEndedSessionOffersNothing(t *testing.T) {
 	w := newWorld(t, everythingConfig)
 	owner := w.browserOf()
+	approver := w.person(owner, "approver@example.com", "member").token()
 	s := w.titledSession("done")
+	// An approval for the session leaves a rule behind.
+	waiting := w.callAsync(w.owner, s.ID, getEnv, map[string]any{}, 30)
+	q := w.pending(w.owner, "", 1)
+	if st := w.api(approver, "POST", "/approvals/"+q[0].ID+"/approve", map[string]any{"scope": "session"}, nil); st != 200 {
+		t.Fatalf("approve for the session: %d", st)
+	}
+	<-waiting
+	var rules []struct{ ID string }
+	if w.api(w.owner, "GET", "/sessions/"+s.ID+"/rules", nil, &rules); len(rules) != 1 {
+		t.Fatalf("rules: %+v", rules)
+	}
+	if !strings.Contains(mustGet(owner, "/sessions/"+s.ID), `data-testid="revoke-rule"`) {
+		t.Fatal("a running session's rule is not offered Revoke")
+	}
 	if resp, _ := owner.post("/sessions/"+s.ID+"/end", url.Values{}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("end: %d", resp.StatusCode)
 	}
@@ -83,10 +98,14 @@ func TestEndedSessionOffersNothing(t *testing.T) {
 	if !strings.Contains(page, `data-testid="try-ended"`) {
 		t.Fatalf("the ended session's Try a tool does not say it ended:\n%s", page)
 	}
-	for _, offer := range []string{`data-testid="try-submit"`, `data-testid="refresh-tools"`, `data-testid="session-end"`, `sse-connect="/sessions/`} {
+	for _, offer := range []string{`data-testid="try-submit"`, `data-testid="refresh-tools"`, `data-testid="session-end"`, `sse-connect="/sessions/`, `data-testid="revoke-rule"`} {
 		if strings.Contains(page, offer) {
 			t.Errorf("the ended session's page still offers %s", offer)
 		}
+	}
+	var p problem
+	if st := w.api(w.owner, "DELETE", "/sessions/"+s.ID+"/rules/"+rules[0].ID, nil, &p); st != http.StatusConflict || p.Code != "session_ended" {
+		t.Errorf("revoking an ended session's rule: %d %+v", st, p)
 	}
 }
 
