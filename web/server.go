@@ -3,6 +3,7 @@
 package web
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -127,7 +128,22 @@ func bodyLimits() echo.MiddlewareFunc {
 		return slices.Contains(uploadPaths, c.Request().URL.Path) || archiveUpload(c)
 	}})
 	large := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "64M", Skipper: archiveUpload})
-	return func(next echo.HandlerFunc) echo.HandlerFunc { return large(small(next)) }
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		h := large(small(next))
+		return func(c echo.Context) error {
+			err := h(c)
+			var he *echo.HTTPError
+			if errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge {
+				// echo says only "Request Entity Too Large": name the limit.
+				limit := "4 MiB (a package or skill upload: 64 MiB)"
+				if slices.Contains(uploadPaths, c.Request().URL.Path) {
+					limit = "64 MiB"
+				}
+				return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "the request body is larger than "+limit+", the most this request may send")
+			}
+			return err
+		}
+	}
 }
 
 // archiveUpload is Archive.upload (PUT on the API, POST from the console):
