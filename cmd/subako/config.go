@@ -181,6 +181,13 @@ func (c *Config) validate() error {
 	if c.ReadyWriteTimeout <= 0 {
 		return fmt.Errorf("--readyz-write-timeout must be positive, not %s", c.ReadyWriteTimeout)
 	}
+	for _, h := range c.allowedHosts() {
+		// A URL or a path here would be taken as the host "http" and never
+		// match, so the console would answer 421 to its own name.
+		if strings.ContainsAny(h, "/@ ") {
+			return fmt.Errorf("--allowed-hosts %q: give host names, like console.example.com, without a scheme or path", h)
+		}
+	}
 	lt := c.LoginThrottle
 	if lt.PerAccount <= 0 || lt.PerAddress <= 0 || lt.Window <= 0 || lt.MaxKeys <= 0 {
 		return fmt.Errorf("--login-attempts-per-account, --login-attempts-per-address, --login-throttle-window and --login-throttle-keys must be positive")
