@@ -306,7 +306,7 @@ func (d *Driver) RecoverWorkspace(ws string) error {
 }
 
 // recoverStaleDisks runs recoverDisk for every workspace under root
-// (<root>/<id>/workspace) and every workspace disk still mounted, before the
+// (<root>/<id>/workspace) and every workspace disk still mounted there, before the
 // lifecycle reads any workspace folder.
 func recoverStaleDisks(root string) []error {
 	seen := map[string]bool{}
@@ -318,7 +318,13 @@ func recoverStaleDisks(root string) []error {
 			wss = append(wss, strings.TrimSuffix(strings.TrimSuffix(p, diskImage), diskDone))
 		}
 	}
-	wss = append(wss, mountedDisks()...)
+	// Mounted disks under root only: a disk under another server's folder
+	// (another --data on this host) is that server's to recover.
+	for _, mp := range mountedDisks() {
+		if root == "" || strings.HasPrefix(mp, filepath.Clean(root)+"/") {
+			wss = append(wss, mp)
+		}
+	}
 	var errs []error
 	for _, ws := range wss {
 		if seen[ws] {

@@ -103,3 +103,20 @@ func copyingInto(dir string) int {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A server recovers the disks of its own machines only: one another server
+// on this host left (under another --data) is that server's to recover.
+func TestServerLeavesAnotherServersDisks(t *testing.T) {
+	needRoot(t)
+	_, ws := machineWorkspace(t)
+	disk, err := attachDisk(ws, 64<<20, os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk.release() // its server crashed
+	t.Cleanup(func() { recoverDisk(ws) })
+	newDriver(t, Config{DiskBytes: 64 << 20, WorkspaceRoot: reachableDir(t, "other-machines")})
+	if !isMountPoint(ws) {
+		t.Error("a server unmounted a disk under another server's folder")
+	}
+}
