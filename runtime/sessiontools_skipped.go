@@ -44,7 +44,11 @@ func storedTools(d mcpclient.Discovery) []storedTool {
 	for _, s := range d.Skipped {
 		out = append(out, storedTool{Name: s.Name, Skipped: s.Reason})
 	}
-	if d.Unlisted > 0 {
+	switch {
+	case d.More:
+		out = append(out, storedTool{Skipped: fmt.Sprintf(
+			"the server lists more tools than the limit of %d tools per server (--mcp-max-tools); its further pages were not read", len(d.Tools)+len(d.Skipped))})
+	case d.Unlisted > 0:
 		out = append(out, storedTool{Skipped: fmt.Sprintf(
 			"%d more tools were listed past the limit of %d tools per server (--mcp-max-tools)", d.Unlisted, len(d.Tools)+len(d.Skipped))})
 	}

@@ -87,16 +87,20 @@ func TestDiscoveryKeepsWithinItsLimits(t *testing.T) {
 		kept     int
 		skipped  map[string]string // tool → words of its reason
 		unlisted int
+		more     bool // pages were left unread once the list was full
 	}{
-		{"5,000 tools of 2 KB descriptions", mcpclient.Limits{}, 500, many(5000, 2000), 1000, nil, 4000},
+		// Ten pages of 500: the list is full after two, and the eight
+		// others are never read (unlisted would be 4,000 if they were).
+		{"5,000 tools of 2 KB descriptions", mcpclient.Limits{}, 500, many(5000, 2000), 1000, nil, 0, true},
 		{"description and schema sizes", mcpclient.Limits{}, 10,
 			[]*mcp.Tool{tool("fine", 100, 100), tool("wordy", 9000, 0), tool("schema", 10, 70_000), tool("edge", 8192, 0), tool(strings.Repeat("n", 200), 10, 0)}, 2,
 			map[string]string{"wordy": "description is 9000 bytes; the limit is 8 KiB (--mcp-max-description-bytes)",
 				"schema":                       "input schema is 70034 bytes; the limit is 64 KiB (--mcp-max-schema-bytes)",
-				strings.Repeat("n", 128) + "…": "its name is 200 bytes; MCP tool names are 1 to 128 characters"}, 0},
-		{"a lower count", mcpclient.Limits{MaxTools: 3}, 2, many(5, 10), 3, nil, 2},
+				strings.Repeat("n", 128) + "…": "its name is 200 bytes; MCP tool names are 1 to 128 characters"}, 0, false},
+		{"a lower count", mcpclient.Limits{MaxTools: 3}, 2, many(5, 10), 3, nil, 1, true},
+		{"a count filled on the last page", mcpclient.Limits{MaxTools: 3}, 2, many(4, 10), 3, nil, 1, false},
 		{"a list filling its bytes", mcpclient.Limits{MaxResponseBytes: 3000}, 2, many(6, 900), 3,
-			map[string]string{"t0003": "already fill the 3000 bytes", "t0004": "already fill", "t0005": "already fill"}, 0},
+			map[string]string{"t0003": "already fill the 3000 bytes", "t0004": "already fill", "t0005": "already fill"}, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,8 +110,9 @@ func TestDiscoveryKeepsWithinItsLimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(d.Tools) != tt.kept || len(d.Skipped) != len(tt.skipped) || d.Unlisted != tt.unlisted {
-				t.Fatalf("kept %d, skipped %+v, unlisted %d; want %d, %d, %d", len(d.Tools), d.Skipped, d.Unlisted, tt.kept, len(tt.skipped), tt.unlisted)
+			if len(d.Tools) != tt.kept || len(d.Skipped) != len(tt.skipped) || d.Unlisted != tt.unlisted || d.More != tt.more {
+				t.Fatalf("kept %d, skipped %+v, unlisted %d, more %v; want %d, %d, %d, %v",
+					len(d.Tools), d.Skipped, d.Unlisted, d.More, tt.kept, len(tt.skipped), tt.unlisted, tt.more)
 			}
 			for _, s := range d.Skipped {
 				if !strings.Contains(s.Reason, tt.skipped[s.Name]) || tt.skipped[s.Name] == "" {

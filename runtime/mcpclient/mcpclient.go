@@ -43,9 +43,12 @@ type Skipped struct {
 type Discovery struct {
 	Tools   []Tool
 	Skipped []Skipped
-	// Unlisted counts the tools listed past Options.MaxTools: nothing of
-	// them is kept, not even their names.
+	// Unlisted counts the tools listed past Options.MaxTools on the pages
+	// read: nothing of them is kept, not even their names.
 	Unlisted int
+	// More says the server had further pages once the list was full; they
+	// were not read, so a server cannot make a refresh read on and on.
+	More bool
 }
 
 // maxNameShown is the longest tool name kept, and where the name of a
@@ -93,6 +96,10 @@ func (p *Pool) listAll(ctx context.Context, cs *mcp.ClientSession, d *Discovery)
 			d.Tools = append(d.Tools, tool)
 		}
 		if res.NextCursor == "" {
+			return nil
+		}
+		if len(d.Tools)+len(d.Skipped) >= p.opts.MaxTools {
+			d.More = true
 			return nil
 		}
 		if res.NextCursor == cursor {
@@ -188,7 +195,7 @@ func (p *Pool) checkUnknown(ctx context.Context, cs *mcp.ClientSession, tool str
 		return err
 	}
 	var d Discovery
-	if p.listAll(ctx, cs, &d) != nil || d.Unlisted > 0 {
+	if p.listAll(ctx, cs, &d) != nil || d.Unlisted > 0 || d.More {
 		return err // a list cut short cannot say a tool is missing
 	}
 	for _, t := range d.Tools {
