@@ -115,9 +115,7 @@ func (t *throttle) fail(key string, now time.Time) {
 	el, ok := t.keys[key]
 	if !ok {
 		if t.order.Len() >= t.cfg.MaxKeys {
-			oldest := t.order.Back()
-			delete(t.keys, oldest.Value.(*throttleKey).key)
-			t.order.Remove(oldest)
+			t.evict(now)
 		}
 		el = t.order.PushFront(&throttleKey{key: key, tat: now})
 		t.keys[key] = el
@@ -125,6 +123,26 @@ func (t *throttle) fail(key string, now time.Time) {
 	k := el.Value.(*throttleKey)
 	k.tat = later(k.tat, now).Add(step)
 	t.order.MoveToFront(el)
+}
+
+// evictScan is how many of the least recently failed keys evict looks at.
+const evictScan = 64
+
+// evict forgets one key to make room. A key whose failures have all expired
+// throttles nothing, so the least recently failed of those goes first; only
+// when the oldest keys all still count against something is the oldest
+// forgotten. So a locked account is not unlocked by others' failures while
+// the table still holds keys that no longer matter.
+func (t *throttle) evict(now time.Time) {
+	victim := t.order.Back()
+	for el, n := t.order.Back(), 0; el != nil && n < evictScan; el, n = el.Prev(), n+1 {
+		if !el.Value.(*throttleKey).tat.After(now) {
+			victim = el
+			break
+		}
+	}
+	delete(t.keys, victim.Value.(*throttleKey).key)
+	t.order.Remove(victim)
 }
 
 // forget clears key, after a successful sign-in.

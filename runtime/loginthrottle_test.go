@@ -35,3 +35,22 @@ func TestLoginThrottleBounded(t *testing.T) {
 		t.Fatal("still throttled once the wait has passed")
 	}
 }
+
+// Making room forgets keys whose failures have expired before a locked
+// account: others failing cannot unlock it while such keys remain.
+func TestLoginThrottleKeepsLockedKeysWhileExpiredOnesRemain(t *testing.T) {
+	th := newThrottle(LoginThrottle{PerAccount: 2, PerAddress: 100, Window: 10 * time.Minute, MaxKeys: 3})
+	t0 := time.Unix(1_000_000, 0)
+	th.fail("acct:a", t0)
+	th.fail("acct:a", t0) // locked for 5 minutes
+	th.fail("addr:10.0.0.1", t0.Add(time.Minute))
+	th.fail("addr:10.0.0.2", t0.Add(time.Minute)) // each expires 6 s later
+	now := t0.Add(2 * time.Minute)
+	th.fail("addr:10.0.0.3", now) // the table is full: one key must go
+	if th.wait("acct:a", now) <= 0 {
+		t.Fatal("a locked account was forgotten while keys whose failures had expired were kept")
+	}
+	if n := th.size(); n != 3 {
+		t.Fatalf("the throttle holds %d keys, want 3", n)
+	}
+}
