@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -28,6 +29,7 @@ func (h *Handlers) Dashboard(c echo.Context) error {
 	if acts, err := h.RT.ActionList(ctx(c), p, runtime.ActionFilter{Limit: 8, Changes: true}); err == nil {
 		d.Actions = actionRows(acts)
 	}
+	h.dashboardFigures(c, &d)
 	return render(c, http.StatusOK, pages.DashboardPage(h.shell(c, "Dashboard", ""), d))
 }
 
@@ -66,4 +68,27 @@ func actionRows(acts []runtime.ActionView) []pages.ActionRow {
 			Targets: a.Targets, Verdict: a.Verdict, Reason: a.Reason})
 	}
 	return rows
+}
+
+// dashboardFigures fills what an operator checks first: waiting approvals,
+// active sessions, running sandboxes and today's spend (UTC, from the usage
+// records), and whether to offer the example agent.
+func (h *Handlers) dashboardFigures(c echo.Context, d *pages.Dashboard) {
+	p := principal(c)
+	d.Approvals = h.RT.PendingApprovals(ctx(c), p)
+	if ss, err := h.RT.SessionList(ctx(c), p, runtime.SessionFilter{State: runtime.SessionActive}); err == nil {
+		d.Sessions = len(ss)
+	}
+	if sbs, err := h.RT.SandboxList(ctx(c), p, runtime.SandboxFilter{}); err == nil {
+		for _, sb := range sbs {
+			if sb.State == "running" {
+				d.Sandboxes++
+			}
+		}
+	}
+	today := h.RT.Now().Format("2006-01-02")
+	if rep, err := h.RT.UsageGet(ctx(c), p, runtime.UsageFilter{From: today}); err == nil {
+		d.Spend = fmt.Sprintf("%.2f SC", rep.Credits)
+	}
+	d.OfferExample = d.Agents == 0 && p.CanLoadExample()
 }

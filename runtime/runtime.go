@@ -132,6 +132,9 @@ func (r *Runtime) DB() *models.DB { return r.db }
 
 func (r *Runtime) now() time.Time { return r.opts.Clock.Now().UTC() }
 
+// Now is the runtime's clock in UTC, so pages count "today" as the runtime does.
+func (r *Runtime) Now() time.Time { return r.now() }
+
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // newID returns a prefixed random id such as "ag_k3j…": the prefix tells a

@@ -120,6 +120,7 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con := e.Group("", h.RequireUser)
 	con.GET("/", h.Dashboard)
 	con.POST("/logout", h.Logout)
+	con.POST("/example", h.LoadExample)
 	con.GET("/agents", h.Agents)
 	con.POST("/agents", h.CreateAgent)
 	con.GET("/agents/:agent", h.Agent)
