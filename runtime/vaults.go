@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/tools"
 	"github.com/subako/subako/runtime/vault"
 )
 
@@ -55,14 +56,12 @@ func (r *Runtime) VaultCreate(ctx context.Context, p Principal, in VaultInput) (
 	var out VaultView
 	err := r.run(ctx, p, "Vault.create", func(a *act) error {
 		name := strings.TrimSpace(in.Name)
-		switch n := utf8.RuneCountInString(name); {
-		case n == 0:
-			return invalid("name", "name_required", "name is required")
-		case n > 64:
-			return invalid("name", "name_too_long", fmt.Sprintf("name must be at most 64 characters; it has %d", n))
-		}
-		if strings.HasPrefix(name, "vlt_") {
-			return invalid("name", "name_reserved", "vault names may not start with vlt_, which is how vault ids start")
+		// New vault names follow the grant-name rules (a-z, 0-9, -, 1 to 32),
+		// so a name reads the same in a config, a URL and a log line; an
+		// underscore is refused, so a name can never look like a vlt_ id.
+		// Vaults made before keep their names: only creation checks.
+		if errs := tools.CheckName(tools.KindMCP, name, nil); len(errs) > 0 {
+			return invalid("name", errs[0].Code, errs[0].Detail)
 		}
 		if utf8.RuneCountInString(in.Description) > 2000 {
 			return invalid("description", "description_too_long", "description must be at most 2,000 characters")

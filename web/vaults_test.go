@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/subako/subako/models"
 )
 
 // vaultSecret is a value that must never be seen again once it is set.
@@ -36,8 +39,11 @@ func TestVaultConsoleCreateErrorsUnderFields(t *testing.T) {
 		name, input, status, field, want string
 	}{
 		{"empty name", "  ", "422", "vault-name-error", "name is required"},
-		{"name taken, in any case", "Customer-A", "409", "vault-name-error", "another vault already has this name"},
-		{"name too long", strings.Repeat("v", 65), "422", "vault-name-error", "at most 64 characters; it has 65"},
+		{"name taken", "customer-a", "409", "vault-name-error", "another vault already has this name"},
+		{"name too long", strings.Repeat("v", 33), "422", "vault-name-error", "at most 32 characters; it has 33"},
+		{"capital letter", "Customer-A", "422", "vault-name-error", `lowercase letters a-z, digits 0-9 and -; found &#34;C&#34; at position 1`},
+		{"space", "customer a", "422", "vault-name-error", `found &#34; &#34; at position 9`},
+		{"looks like an id", "vlt_abc", "422", "vault-name-error", `found &#34;_&#34; at position 4`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -161,4 +167,25 @@ func mustGet(c *client, path string) string {
 		c.e.t.Fatalf("GET %s: %d", path, resp.StatusCode)
 	}
 	return body
+}
+
+// A new vault's name follows the grant-name rules on the API too, naming the
+// field; a vault named before the rules keeps its name and still opens.
+func TestVaultNamesFollowGrantNameRules(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	tok := owner.token()
+	var p problem
+	if s := e.api(tok, "POST", "/vaults", map[string]any{"name": "Customer A"}, &p); s != 422 || p.Field != "name" || p.Code != "name_invalid" {
+		t.Fatalf("Vault.create with a capital: %d %+v", s, p)
+	}
+	if err := e.rt.DB().Create(&models.Vault{ID: "vlt_old", Name: "Old Vault_1", CreatedAt: time.Now()}).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, page := owner.get("/vaults"); !strings.Contains(page, "Old Vault_1") {
+		t.Fatalf("the old vault is not listed:\n%s", page)
+	}
+	if resp, page := owner.get("/vaults/vlt_old"); resp.StatusCode != 200 || !strings.Contains(page, "Old Vault_1") {
+		t.Fatalf("the old vault's page answered %d", resp.StatusCode)
+	}
 }
