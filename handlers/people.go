@@ -26,6 +26,13 @@ func (h *Handlers) peoplePage(c echo.Context, status int, extra pages.PeoplePage
 		}
 		view.People = append(view.People, row)
 	}
+	invs, err := h.RT.PendingInvites(ctx(c), p)
+	if err != nil {
+		return err
+	}
+	for _, i := range invs {
+		view.Pending = append(view.Pending, pages.PendingInvite{ID: i.ID, Email: i.Email, Access: i.Access, Expires: fmtTime(i.ExpiresAt)})
+	}
 	return render(c, status, pages.People(h.shell(c, "People", "people"), view))
 }
 
@@ -76,6 +83,16 @@ func (h *Handlers) RemovePerson(c echo.Context) error {
 	return redirect(c, "/people")
 }
 
+// RevokeInvite ends a pending invitation's link.
+func (h *Handlers) RevokeInvite(c echo.Context) error {
+	inv, err := h.RT.UserRevokeInvite(ctx(c), principal(c), c.Param("invite"))
+	if err != nil {
+		return h.flashError(c, err, "/people")
+	}
+	h.flash(c, "ok", "The invitation for "+inv.Email+" is revoked; its link no longer works.")
+	return redirect(c, "/people")
+}
+
 // flashError shows a refusal a person can act on as a flash on the page they
 // came from; anything else goes to the error handler.
 func (h *Handlers) flashError(c echo.Context, err error, back string) error {
@@ -103,7 +120,7 @@ func (h *Handlers) tokensPage(c echo.Context, status int, created, errMsg string
 		rows = append(rows, pages.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Created: fmtTime(t.CreatedAt),
 			Expires: fmtTime(t.ExpiresAt), LastUsed: fmtTimePtr(t.LastUsedAt)})
 	}
-	return render(c, status, pages.Tokens(h.shell(c, "API tokens", ""), rows, created, errMsg))
+	return render(c, status, pages.Tokens(h.shell(c, "API tokens", "tokens"), rows, created, errMsg))
 }
 
 // CreateToken creates a token and redirects to the Tokens page, which shows

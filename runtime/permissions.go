@@ -63,7 +63,7 @@ var memberVerbs = []string{
 
 // adminVerbs manage people and destroy data that cannot be rebuilt.
 var adminVerbs = []string{
-	"User.invite", "User.update", "User.remove",
+	"User.invite", "User.revoke_invite", "User.update", "User.remove",
 	"Archive.delete", "Archive.upload",
 	"Channel.list", "Channel.create", "Channel.update", "Channel.delete", "Notification.list",
 }

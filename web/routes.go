@@ -147,6 +147,7 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.POST("/people/invite", h.Invite)
 	con.POST("/people/:user/access", h.ChangeAccess)
 	con.POST("/people/:user/remove", h.RemovePerson)
+	con.POST("/people/invites/:invite/revoke", h.RevokeInvite)
 	con.GET("/tokens", h.Tokens)
 	con.POST("/tokens", h.CreateToken)
 	con.POST("/tokens/:token/revoke", h.RevokeToken)
