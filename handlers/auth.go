@@ -15,7 +15,7 @@ import (
 
 // LoginPage shows the sign-in form.
 func (h *Handlers) LoginPage(c echo.Context) error {
-	return render(c, http.StatusOK, pages.Login(pages.AuthForm{Next: safeNext(c.QueryParam("next"))}))
+	return render(c, http.StatusOK, pages.Login(pages.AuthForm{Next: safeNext(c.QueryParam("next")), NoOwner: h.RT.NeedsSetup(ctx(c))}))
 }
 
 // Login checks the password and starts a browser session.

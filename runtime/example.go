@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/subako/subako/models"
 )
 
 // The example agent's names: a second load finds them and creates nothing.
@@ -156,4 +158,15 @@ func (r *Runtime) exampleConfig(ctx context.Context, p Principal) (json.RawMessa
 		}
 	}
 	return json.Marshal(cfg)
+}
+
+// NeedsSetup reports whether no one has an account yet, so the sign-in page
+// can say where the owner's setup link is. It is not a verb: anyone may know
+// that an installation is unclaimed, never the link itself.
+func (r *Runtime) NeedsSetup(ctx context.Context) bool {
+	var n int64
+	if err := r.db.WithContext(ctx).Model(&models.User{}).Limit(1).Count(&n).Error; err != nil {
+		return false
+	}
+	return n == 0
 }

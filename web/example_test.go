@@ -166,3 +166,17 @@ func figure(page, name string) string {
 	}
 	return "(missing)"
 }
+
+// TestSignInBeforeSetupSaysWhereTheLinkIs: before anyone has an account the
+// sign-in page says `subako serve` printed a setup link; after, it does not.
+func TestSignInBeforeSetupSaysWhereTheLinkIs(t *testing.T) {
+	e := newEnv(t)
+	_, page := e.browser().get("/login")
+	if !strings.Contains(page, `data-testid="setup-hint"`) || !strings.Contains(page, "subako serve") || !strings.Contains(page, "/setup/") {
+		t.Fatalf("the sign-in page before setup does not say where the setup link is:\n%s", page)
+	}
+	e.owner()
+	if _, page := e.browser().get("/login"); strings.Contains(page, `data-testid="setup-hint"`) {
+		t.Error("the sign-in page still speaks of setup once the owner exists")
+	}
+}
