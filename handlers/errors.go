@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/subako/subako/runtime"
-	"github.com/subako/subako/views/components"
 	"github.com/subako/subako/views/pages"
 )
 
@@ -97,11 +96,12 @@ func (h *Handlers) ErrorHandler(err error, c echo.Context) {
 	case isHTMX(c):
 		c.Response().Header().Set("HX-Retarget", "#flash")
 		c.Response().Header().Set("HX-Reswap", "innerHTML")
-		_ = render(c, p.Status, components.ErrorBox(p.Title, p.Detail))
+		_ = render(c, p.Status, pages.ErrorFragment(errorHelp(c, p)))
 	case principal(c).Kind == runtime.PrincipalUser:
-		_ = render(c, p.Status, pages.ErrorPage(h.shell(c, p.Title, ""), p.Status, p.Title, p.Detail))
+		help := errorHelp(c, p)
+		_ = render(c, p.Status, pages.ErrorPage(h.shell(c, help.Title, ""), help))
 	default:
-		_ = render(c, p.Status, pages.BareError(p.Status, p.Title, p.Detail))
+		_ = render(c, p.Status, pages.BareError(errorHelp(c, p)))
 	}
 }
 

@@ -180,3 +180,42 @@ func TestSignInBeforeSetupSaysWhereTheLinkIs(t *testing.T) {
 		t.Error("the sign-in page still speaks of setup once the owner exists")
 	}
 }
+
+// TestNotFoundAndForbiddenSayWhatAndWhereToGo: a missing page, a missing
+// agent and a refused action say what happened in sentences and link back,
+// as a whole page and as an htmx fragment.
+func TestNotFoundAndForbiddenSayWhatAndWhereToGo(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	viewer := e.person(owner, "viewer@example.com", "viewer")
+	for _, c := range []struct {
+		name, path string
+		by         *client
+		htmx       bool
+		status     int
+		want       []string
+	}{
+		{"unknown route", "/nowhere", owner, false, 404, []string{"Page not found", "There is nothing at /nowhere.", `href="/"`}},
+		{"unknown agent", "/agents/agt_nope", owner, false, 404, []string{"Page not found", "It may have been deleted", `href="/agents">Back to Agents`, `href="/">Go to the dashboard`}},
+		{"unknown agent, htmx", "/agents/agt_nope", owner, true, 404, []string{"Page not found.", `href="/agents">Back to Agents`}},
+		{"refused", "/agents", viewer, false, 403, []string{"Permission denied", "Agent.create", "People page", `href="/">Go to the dashboard`}},
+	} {
+		method := "GET"
+		if c.status == 403 {
+			method = "POST"
+		}
+		hdr := map[string]string{}
+		if c.htmx {
+			hdr["HX-Request"] = "true"
+		}
+		resp, page := c.by.do(method, c.path, url.Values{"name": {"nope"}}, hdr)
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: %d; want %d", c.name, resp.StatusCode, c.status)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(page, w) {
+				t.Errorf("%s: the page lacks %q:\n%.3000s", c.name, w, page)
+			}
+		}
+	}
+}
