@@ -3,6 +3,8 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -14,10 +16,51 @@ func usageFilter(c echo.Context) runtime.UsageFilter {
 	return runtime.UsageFilter{From: c.QueryParam("from"), To: c.QueryParam("to"), Session: c.QueryParam("session"), Agent: c.QueryParam("agent")}
 }
 
-// APIUsageGet is Usage.get.
+// APIUsageGet is Usage.get; with Accept: text/csv it answers every record
+// as CSV, like the console's /usage.csv.
 func (h *Handlers) APIUsageGet(c echo.Context) error {
+	if strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/csv") {
+		return h.UsageCSV(c)
+	}
 	out, err := h.RT.UsageGet(ctx(c), principal(c), usageFilter(c))
 	return answer(c, http.StatusOK, out, err)
+}
+
+// UsageCSV downloads the records the Usage page's filters select.
+func (h *Handlers) UsageCSV(c echo.Context) error {
+	w := &lateCSV{c: c}
+	err := h.RT.UsageCSV(ctx(c), principal(c), usageFilter(c), w)
+	if err != nil && w.started {
+		// The answer is on its way: the error can only end it early.
+		h.Log.Error("usage csv", "err", err)
+		return nil
+	}
+	if err == nil && !w.started {
+		w.start()
+	}
+	return err
+}
+
+// lateCSV sends the CSV headers at the first byte, so a refused filter can
+// still be answered as an error.
+type lateCSV struct {
+	c       echo.Context
+	started bool
+}
+
+func (l *lateCSV) start() {
+	hd := l.c.Response().Header()
+	hd.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	hd.Set(echo.HeaderContentDisposition, `attachment; filename="usage.csv"`)
+	l.c.Response().WriteHeader(http.StatusOK)
+	l.started = true
+}
+
+func (l *lateCSV) Write(b []byte) (int, error) {
+	if !l.started {
+		l.start()
+	}
+	return l.c.Response().Write(b)
 }
 
 // Usage shows metered use: totals by kind and the newest records.
@@ -36,8 +79,22 @@ func (h *Handlers) Usage(c echo.Context) error {
 			Credits: fmt.Sprintf("%.2f SC", t.Credits), Records: t.Records})
 	}
 	for _, u := range rep.Records {
-		view.Records = append(view.Records, pages.UsageRecordRow{Kind: usageKindLabel(u.Kind), Session: u.Session, Subject: u.Subject,
+		view.Records = append(view.Records, pages.UsageRecordRow{Kind: usageKindLabel(u.Kind), Session: u.Session, SessionTitle: u.SessionTitle,
+			Agent: u.Agent, AgentName: u.AgentName, Subject: u.Subject,
 			Quantity: usageQuantity(u.Quantity, u.Unit), Credits: fmt.Sprintf("%.4f SC", u.Credits), When: fmtTime(u.StartedAt)})
+	}
+	if len(rep.Days) > 0 {
+		view.Chart = usageChart(rep.Days)
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"from": f.From, "to": f.To, "session": f.Session, "agent": f.Agent} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	view.CSV = "/usage.csv"
+	if len(q) > 0 {
+		view.CSV += "?" + q.Encode()
 	}
 	return render(c, http.StatusOK, pages.Usage(h.shell(c, "Usage", "usage"), view))
 }
@@ -54,12 +111,47 @@ func usageKindLabel(k string) string {
 	return k
 }
 
+// usageQuantity says an amount in the unit a person reads: bytes in
+// KiB/MiB/GiB, seconds in s, min or h.
 func usageQuantity(q float64, unit string) string {
 	switch unit {
 	case "second", "seconds", "s":
-		return fmt.Sprintf("%.1f s", q)
+		return humanSeconds(q)
+	case "byte", "bytes":
+		return humanBytes(q)
 	case "GB-hour":
-		return fmt.Sprintf("%.4f GB-hours", q)
+		return fmt.Sprintf("%.2f GB-hours", q)
 	}
 	return fmt.Sprintf("%.0f %s", q, unit)
+}
+
+func humanSeconds(s float64) string {
+	switch {
+	case s < 60:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", s), ".0") + " s"
+	case s < 3600:
+		m := int(s) / 60
+		if rest := int(s) % 60; rest > 0 {
+			return fmt.Sprintf("%d min %d s", m, rest)
+		}
+		return fmt.Sprintf("%d min", m)
+	}
+	h, m := int(s)/3600, int(s)%3600/60
+	if m > 0 {
+		return fmt.Sprintf("%d h %d min", h, m)
+	}
+	return fmt.Sprintf("%d h", h)
+}
+
+func humanBytes(b float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for b >= 1024 && i < len(units)-1 {
+		b /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f B", b)
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", b), ".0") + " " + units[i]
 }

@@ -66,16 +66,20 @@ type UsageTotal struct {
 
 // UsageRecordView is one metered use.
 type UsageRecordView struct {
-	ID        string    `json:"id"`
-	Kind      string    `json:"kind"`
-	Session   string    `json:"session"`
-	Agent     string    `json:"agent"`
-	Subject   string    `json:"subject"`
-	Quantity  float64   `json:"quantity"`
-	Unit      string    `json:"unit"`
-	Credits   float64   `json:"credits"`
-	StartedAt time.Time `json:"started_at"`
-	EndedAt   time.Time `json:"ended_at"`
+	ID      string `json:"id"`
+	Kind    string `json:"kind"`
+	Session string `json:"session"`
+	Agent   string `json:"agent"`
+	// AgentName and SessionTitle are read when the report is made; empty
+	// once the agent or session is gone.
+	AgentName    string    `json:"agent_name"`
+	SessionTitle string    `json:"session_title"`
+	Subject      string    `json:"subject"`
+	Quantity     float64   `json:"quantity"`
+	Unit         string    `json:"unit"`
+	Credits      float64   `json:"credits"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at"`
 }
 
 // UsageReport is Usage.get's answer: totals by kind and the newest records.
@@ -85,37 +89,17 @@ type UsageReport struct {
 	Credits float64           `json:"credits"`
 	Totals  []UsageTotal      `json:"totals"`
 	Records []UsageRecordView `json:"records"`
+	// Days is the SC spent each day (UTC) by kind, oldest first.
+	Days []UsageDay `json:"days"`
 }
 
 // UsageGet is Usage.get: what was metered in a period, for a session or an agent.
 func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (UsageReport, error) {
-	out := UsageReport{Totals: []UsageTotal{}, Records: []UsageRecordView{}}
+	out := UsageReport{Totals: []UsageTotal{}, Records: []UsageRecordView{}, Days: []UsageDay{}}
 	err := r.run(ctx, p, "Usage.get", func(a *act) error {
-		q := r.db.WithContext(ctx).Model(&models.UsageRecord{})
-		for _, b := range []struct {
-			field, value, cond string
-			into               **time.Time
-		}{{"from", f.From, "ended_at >= ?", &out.From}, {"to", f.To, "started_at < ?", &out.To}} {
-			if b.value == "" {
-				continue
-			}
-			t, err := time.Parse(time.RFC3339, b.value)
-			if err != nil {
-				if t, err = time.Parse("2006-01-02", b.value); err != nil {
-					return invalid(b.field, "invalid_time", b.field+" must be a date (2026-11-29) or an RFC 3339 time")
-				}
-			}
-			// SQLite compares timestamps as text: a time with another offset
-			// must be given in UTC, as they are stored.
-			t = t.UTC()
-			*b.into = &t
-			q = q.Where(b.cond, t)
-		}
-		if f.Session != "" {
-			q = q.Where("session_id = ?", f.Session)
-		}
-		if f.Agent != "" {
-			q = q.Where("agent_id = ?", f.Agent)
+		q, err := r.usageQuery(ctx, f, &out.From, &out.To)
+		if err != nil {
+			return err
 		}
 		var recs []models.UsageRecord
 		if err := q.Order("started_at DESC").Find(&recs).Error; err != nil {
@@ -134,9 +118,12 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 			t.Records++
 			out.Credits += u.Credits
 			if len(out.Records) < 200 {
-				out.Records = append(out.Records, UsageRecordView{ID: u.ID, Kind: u.Kind, Session: u.SessionID, Agent: u.AgentID,
-					Subject: u.Subject, Quantity: u.Quantity, Unit: u.Unit, Credits: u.Credits, StartedAt: u.StartedAt, EndedAt: u.EndedAt})
+				out.Records = append(out.Records, usageRecordView(u))
 			}
+		}
+		out.Days = usageDays(recs)
+		if err := r.nameUsage(ctx, out.Records); err != nil {
+			return err
 		}
 		// Known kinds first, in a fixed order; any other kind after them, by name.
 		order := []string{UsageFunctionSeconds, UsageMachineSeconds, UsageArchiveBytes}

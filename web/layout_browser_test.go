@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -60,6 +61,17 @@ func consoleWorld(t *testing.T) (*world, []string) {
 		t.Fatalf("Version.create: %d", st)
 	}
 	w.installTestFunction()
+	// Usage over two days draws the Usage chart; a pending invitation lists on People.
+	for i, kind := range []string{runtime.UsageFunctionSeconds, runtime.UsageMachineSeconds} {
+		day := time.Now().UTC().AddDate(0, 0, i-1)
+		if err := w.rt.RecordUsage(t.Context(), runtime.Usage{Kind: kind, SessionID: s.ID, AgentID: w.agent, Subject: "call_x",
+			Quantity: 90, Unit: "second", Credits: 0.9, Start: day, End: day.Add(90 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := w.api(w.owner, "POST", "/users", map[string]any{"email": "later@example.com", "access": "viewer"}, nil); st != 201 {
+		t.Fatalf("User.invite: %d", st)
+	}
 	paths := []string{"/", "/agents", "/agents/" + w.agent, "/versions/" + w.version,
 		"/versions/" + draft.ID, "/versions/" + draft.ID + "/diff?against=" + w.version, "/skills/" + skill.ID,
 		"/skills/" + skill.ID + "/files/bin/hello.sh", "/functions/github/1.0.0",

@@ -191,6 +191,7 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.POST("/vaults/:vault/credentials/:credential/delete", h.DeleteCredential)
 	con.POST("/vaults/:vault/delete", h.DeleteVault)
 	con.GET("/usage", h.Usage)
+	con.GET("/usage.csv", h.UsageCSV)
 
 	mcpEndpoint := handlers.NewMCP(h)
 	e.Any("/mcp/sessions/:session", mcpEndpoint.Serve, h.RequireBearer)
