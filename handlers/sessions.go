@@ -21,7 +21,8 @@ const maxVaultSlots = 6
 
 // Sessions lists sessions with the form to start one.
 func (h *Handlers) Sessions(c echo.Context) error {
-	return h.sessionsPage(c, http.StatusOK, pages.SessionForm{})
+	// ?version= preselects the version, for a version's Start session link.
+	return h.sessionsPage(c, http.StatusOK, pages.SessionForm{Version: c.QueryParam("version")})
 }
 
 func (h *Handlers) sessionsPage(c echo.Context, status int, f pages.SessionForm) error {

@@ -97,6 +97,11 @@ func (d *Driver) startBwrap(bwrap string, args []string, fds *fdTable, id string
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, m.stderr
 	cmd.ExtraFiles = fds.files
 	cmd.Env = []string{}
+	// Wait also waits for stderr to be drained, which a sandbox process that
+	// outlived bwrap (a start that failed half-way) would hold forever: once
+	// bwrap is gone, give its pipes this long, then close them, so Stop
+	// cannot hang on it.
+	cmd.WaitDelay = 5 * time.Second
 	if d.root {
 		uid, gid := d.ids()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
