@@ -92,7 +92,7 @@ func (h *Handlers) versionPage(c echo.Context, id string) (pages.VersionPage, er
 		return pages.VersionPage{}, err
 	}
 	view := pages.VersionPage{AgentID: a.ID, AgentName: a.Name, ID: v.ID, Number: v.Number, State: v.State,
-		Draft: v.State == runtime.StateDraft, CanEdit: p.Can("Version.update"), Sections: grantSections(v.Parsed()),
+		Draft: v.State == runtime.StateDraft, CanEdit: p.Can("Version.update"), CanStart: p.Can("Session.create"), Sections: grantSections(v.Parsed()),
 		History: versionRows(history, v.ID)}
 	if v.PublishedAt != nil {
 		view.Published = fmtTime(*v.PublishedAt)

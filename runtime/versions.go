@@ -45,6 +45,10 @@ func (v VersionView) Parsed() tools.Config {
 	return cfg
 }
 
+// VersionFromLatest as Version.create's from starts the draft from the
+// agent's latest version.
+const VersionFromLatest = "latest"
+
 // VersionCreateInput makes a draft from a config, a copy of another version, or empty.
 type VersionCreateInput struct {
 	Agent  string          `json:"agent" param:"agent"`
@@ -96,6 +100,17 @@ func (r *Runtime) VersionCreate(ctx context.Context, p Principal, in VersionCrea
 			return invalid("from", "from_and_config", "give either config or from, not both")
 		}
 		raw := []byte(in.Config)
+		// "latest" is the agent's highest-numbered version, so the console's
+		// New version continues from where the agent is rather than from an
+		// empty config; an agent with no version yet starts empty.
+		if in.From == VersionFromLatest {
+			var latest models.Version
+			err := r.db.WithContext(ctx).Where("agent_id = ?", in.Agent).Order("number DESC").Limit(1).Find(&latest).Error
+			if err != nil {
+				return fmt.Errorf("runtime: latest version: %w", err)
+			}
+			in.From = latest.ID
+		}
 		if in.From != "" {
 			src, err := r.loadVersion(ctx, in.From)
 			if err != nil {
