@@ -156,12 +156,20 @@ func fillFromConfig(f *pages.GrantForm, cfg tools.Config) bool {
 	return false
 }
 
+// builtinLabels say what each built-in does, in the picker.
+var builtinLabels = map[string]string{tools.BuiltinAskUser: "ask_user — ask the user a question", tools.BuiltinSession: "session — name the session"}
+
 // fillChoices adds the selects' options and blank rule rows.
 func (h *Handlers) fillChoices(c echo.Context, f *pages.GrantForm) {
 	p := principal(c)
+	if ch, err := h.RT.GrantChoices(ctx(c), p, f.VersionID, f.Kind, f.Current); err == nil {
+		f.KnownTools = ch.Tools
+		f.Builtins = nil
+		for _, b := range ch.Builtins {
+			f.Builtins = append(f.Builtins, pages.Option{Value: b, Label: builtinLabels[b]})
+		}
+	}
 	switch f.Kind {
-	case tools.KindSandbox:
-		f.FixedTools = []string{tools.SandboxTool}
 	case tools.KindSkill:
 		f.Skills = h.skillOptions(c)
 	case tools.KindFn:
@@ -170,8 +178,6 @@ func (h *Handlers) fillChoices(c echo.Context, f *pages.GrantForm) {
 				f.Packages = append(f.Packages, pages.Option{Value: fn.Name + "@" + fn.Version, Label: fn.Name + " " + fn.Version})
 			}
 		}
-	case tools.KindBuiltin:
-		f.Builtins = []pages.Option{{Value: tools.BuiltinAskUser, Label: "ask_user — ask the user a question"}, {Value: tools.BuiltinSession, Label: "session — name the session"}}
 	}
 	for len(f.Rules) < 3 || f.Rules[len(f.Rules)-1].Tool != "" {
 		f.Rules = append(f.Rules, pages.RuleRow{Policy: "ask"})

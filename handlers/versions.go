@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -99,9 +101,28 @@ func (h *Handlers) versionPage(c echo.Context, id string) (pages.VersionPage, er
 	}
 	for _, t := range ts {
 		view.Tools = append(view.Tools, pages.ToolRow{Name: t.Name, Kind: t.Kind, Grant: t.Grant, Tool: t.Tool, Policy: t.Policy,
-			Source: t.PolicySource, Description: t.Description, Offered: t.Offered, Discovered: t.Discovered})
+			Source: t.PolicySource, Description: t.Description, Schema: schemaText(t.InputSchema), Offered: t.Offered, Discovered: t.Discovered})
 	}
 	return view, nil
+}
+
+// maxShownSchema is the largest input schema the editor prints in full; a
+// bigger one is summarized, so a server with huge schemas cannot bloat the page.
+const maxShownSchema = 16 << 10
+
+// schemaText is an input schema indented for reading, or a note on its size.
+func schemaText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if len(raw) > maxShownSchema {
+		return fmt.Sprintf("(%d KiB: read it with Version.tools)", (len(raw)+1023)/1024)
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // Version is the version editor.
