@@ -17,7 +17,7 @@ func (h *Handlers) agentsPage(c echo.Context, status int, f pages.AgentForm) err
 	}
 	rows := make([]pages.AgentRow, 0, len(agents))
 	for _, a := range agents {
-		rows = append(rows, pages.AgentRow{ID: a.ID, Name: a.Name, Description: a.Description, Updated: fmtTime(a.UpdatedAt)})
+		rows = append(rows, pages.AgentRow{ID: a.ID, Name: a.Name, Description: a.Description, Updated: isoTime(a.UpdatedAt)})
 	}
 	return render(c, status, pages.AgentsPage(h.shell(c, "Agents", "agents"), rows, f, p.Can("Agent.create")))
 }

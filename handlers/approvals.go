@@ -112,9 +112,9 @@ func queueView(p runtime.Principal, q runtime.Queue, f runtime.QueueFilter) page
 func approvalItem(it runtime.QueueItem) pages.ApprovalItem {
 	out := pages.ApprovalItem{ID: it.ID, Call: it.Call, Tool: it.Tool, Kind: it.Kind, Grant: it.Grant, FromRule: it.PolicySource == "rule",
 		Agent: it.Agent, AgentName: it.AgentName, Version: it.Version, VersionNumber: it.VersionNumber, Session: it.Session,
-		SessionTitle: it.SessionTitle, Model: it.Model, By: it.By, AskedAt: fmtTime(it.CreatedAt), AskedUnix: it.CreatedAt.Unix(),
+		SessionTitle: it.SessionTitle, Model: it.Model, By: it.By, AskedAt: isoTime(it.CreatedAt), AskedUnix: it.CreatedAt.Unix(),
 		Waited: fmtWait(time.Duration(it.WaitedMS) * time.Millisecond), Input: approvalInput(it.Input, it.InputTruncated),
-		State: it.State, Scope: it.Scope, Reason: it.Reason, DecidedBy: it.DecidedBy, DecidedAt: fmtTimePtr(it.DecidedAt)}
+		State: it.State, Scope: it.Scope, Reason: it.Reason, DecidedBy: it.DecidedBy, DecidedAt: isoTimePtr(it.DecidedAt)}
 	if out.AgentName == "" {
 		out.AgentName = it.Agent
 	}

@@ -64,7 +64,7 @@ func (h *Handlers) Audit(c echo.Context) error {
 func actionRows(acts []runtime.ActionView) []pages.ActionRow {
 	rows := make([]pages.ActionRow, 0, len(acts))
 	for _, a := range acts {
-		rows = append(rows, pages.ActionRow{ID: a.ID, Time: fmtTime(a.CreatedAt), Verb: a.Verb, By: a.By,
+		rows = append(rows, pages.ActionRow{ID: a.ID, Time: isoTime(a.CreatedAt), Verb: a.Verb, By: a.By,
 			Targets: a.Targets, Verdict: a.Verdict, Reason: a.Reason})
 	}
 	return rows

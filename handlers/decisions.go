@@ -67,7 +67,7 @@ func (h *Handlers) AnswerQuestion(c echo.Context) error {
 		answer = strings.TrimSpace(c.FormValue("answer"))
 	}
 	if answer == "" {
-		h.flash(c, "error", "answer: type an answer or pick a choice")
+		h.flash(c, "error", "Type an answer or pick a choice.")
 		return redirect(c, back)
 	}
 	out, _ := json.Marshal(map[string]string{"answer": answer})

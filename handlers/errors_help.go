@@ -65,3 +65,17 @@ func sentence(s string) string {
 	}
 	return s
 }
+
+// flashSentence is a refusal as a flash: the runtime's detail as a sentence,
+// naming the field when the detail does not (runtime details are lowercase
+// and unpunctuated, written to follow a field or a title).
+func flashSentence(e *runtime.Error) string {
+	d := e.Detail
+	if d == "" {
+		d = e.Title
+	}
+	if e.Field != "" && !strings.Contains(d, e.Field) {
+		d = e.Field + ": " + d
+	}
+	return sentence(d)
+}

@@ -96,7 +96,7 @@ func (h *Handlers) functionsPage(c echo.Context, status int, f pages.FunctionFor
 	rows := make([]pages.FunctionRow, 0, len(fns))
 	for _, v := range fns {
 		row := pages.FunctionRow{Name: v.Name, Version: v.Version, Description: v.Description, Href: functionHref(v),
-			Size: skillSize(v.WasmSize), Compile: fmt.Sprintf("%d ms", v.CompileMS), Created: fmtTime(v.CreatedAt), By: v.CreatedBy}
+			Size: skillSize(v.WasmSize), Compile: fmt.Sprintf("%d ms", v.CompileMS), Created: isoTime(v.CreatedAt), By: v.CreatedBy}
 		row.Tools = functionTools(v)
 		rows = append(rows, row)
 	}
@@ -149,7 +149,7 @@ func (h *Handlers) Function(c echo.Context) error {
 		return err
 	}
 	d := pages.FunctionDetail{Name: v.Name, Version: v.Version, Description: v.Description, SHA256: v.SHA256,
-		Size: skillSize(v.WasmSize), Compile: fmt.Sprintf("%d ms", v.CompileMS), Created: fmtTime(v.CreatedAt), By: v.CreatedBy,
+		Size: skillSize(v.WasmSize), Compile: fmt.Sprintf("%d ms", v.CompileMS), Created: isoTime(v.CreatedAt), By: v.CreatedBy,
 		Timeout: limitText(v.Limits.TimeoutMS, "ms"), Memory: limitText(v.Limits.MemoryMB, "MiB")}
 	d.Tools = functionTools(v)
 	return render(c, http.StatusOK, pages.FunctionPage(h.shell(c, v.Name+" "+v.Version, "functions"), d))

@@ -100,7 +100,7 @@ func (h *Handlers) flashError(c echo.Context, err error, back string) error {
 	if !ok || e.Kind == runtime.KindInternal {
 		return err
 	}
-	h.flash(c, "error", e.Error())
+	h.flash(c, "error", flashSentence(e))
 	return redirect(c, back)
 }
 

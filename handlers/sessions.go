@@ -48,7 +48,7 @@ func (h *Handlers) sessionsPage(c echo.Context, status int, f pages.SessionForm)
 	page.Slots = max(min(len(page.Vaults), maxVaultSlots), len(f.Vaults))
 	for _, s := range ss {
 		row := pages.SessionRow{ID: s.ID, Title: s.Title, AgentID: s.Agent, Agent: nameOr(agents[s.Agent], s.Agent),
-			VersionID: s.Version, Version: fmt.Sprintf("Version %d", versions[s.Version]), State: s.State, Created: fmtTime(s.CreatedAt)}
+			VersionID: s.Version, Version: fmt.Sprintf("Version %d", versions[s.Version]), State: s.State, Created: isoTime(s.CreatedAt)}
 		for _, id := range s.Vaults {
 			row.Vaults = append(row.Vaults, nameOr(vaultNames[id], id))
 		}

@@ -50,7 +50,7 @@ func (h *Handlers) skillsPage(c echo.Context, status int, f pages.SkillForm) err
 	rows := make([]pages.SkillRow, 0, len(skills))
 	for _, s := range skills {
 		rows = append(rows, pages.SkillRow{ID: s.ID, Name: s.Name, Description: s.Description, Files: s.FileCount,
-			Size: skillSize(s.Size), Created: fmtTime(s.CreatedAt)})
+			Size: skillSize(s.Size), Created: isoTime(s.CreatedAt)})
 	}
 	return render(c, status, pages.SkillsPage(h.shell(c, "Skills", "skills"), rows, f, p.Can("Skill.create")))
 }
@@ -124,7 +124,7 @@ func (h *Handlers) Skill(c echo.Context) error {
 		return err
 	}
 	d := pages.SkillDetail{ID: s.ID, Name: s.Name, Description: s.Description, Size: skillSize(s.Size),
-		Created: fmtTime(s.CreatedAt), CanDelete: p.Can("Skill.delete"), DeleteRefusal: h.RT.SkillDeleteRefusal(ctx(c), p, s.ID)}
+		Created: isoTime(s.CreatedAt), CanDelete: p.Can("Skill.delete"), DeleteRefusal: h.RT.SkillDeleteRefusal(ctx(c), p, s.ID)}
 	for _, f := range s.Files {
 		d.Files = append(d.Files, pages.SkillFileRow{Path: f.Path, Href: skillFileHref(s.Name, f.Path),
 			Size: skillSize(f.Size), Executable: f.Mode == runtime.SkillModeExec})

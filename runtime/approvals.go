@@ -144,7 +144,7 @@ func (r *Runtime) alreadyDecided(tx *gorm.DB, id string) error {
 	if who == "" {
 		who = "the server"
 	}
-	return conflict("already_decided", fmt.Sprintf("already %s by %s at %s", ap.State, who, ap.DecidedAt.UTC().Format(time.RFC3339)))
+	return conflict("already_decided", fmt.Sprintf("already %s by %s at %s", ap.State, who, ap.DecidedAt.UTC().Format("Jan 2, 2006 15:04:05 UTC")))
 }
 
 func (r *Runtime) applyDecision(tx *gorm.DB, p Principal, call models.ToolCall, state string, in DecisionInput, now time.Time) error {

@@ -297,7 +297,7 @@ func TestApprovalDecisionsInTheConsole(t *testing.T) {
 	// Whoever made a call cannot decide it.
 	w.call(w.owner, s.ID, getEnv, map[string]any{}, 0)
 	own := w.pending(w.owner, "", 1)[0]
-	if msg := decideInConsole(owner, own.ID, "approve", url.Values{}); !strings.Contains(msg, "you made this call yourself") {
+	if msg := decideInConsole(owner, own.ID, "approve", url.Values{}); !strings.Contains(msg, "You made this call yourself") {
 		t.Fatalf("deciding one's own call: flash %q", msg)
 	}
 	w.pending(w.owner, "", 1)
@@ -317,7 +317,7 @@ func TestApprovalDecisionsInTheConsole(t *testing.T) {
 	if approved {
 		loser = msgs[1]
 	}
-	lost := regexp.MustCompile(`^already (approved by approver|denied by second)@example.com at `)
+	lost := regexp.MustCompile(`^Already (approved by approver|denied by second)@example.com at [A-Z][a-z]{2} \d+, \d{4} \d\d:\d\d:\d\d UTC\.$`)
 	if approved == denied || !lost.MatchString(loser) {
 		t.Fatalf("concurrent decisions: %q", msgs)
 	}

@@ -59,7 +59,7 @@ func TestPendingInvitationsAreListedAndRevocable(t *testing.T) {
 	if form == nil {
 		t.Fatal("the admin sees no pending invitation")
 	}
-	if _, page = admin.submit(form[1], url.Values{}); !strings.Contains(page, "only an owner may revoke an owner") {
+	if _, page = admin.submit(form[1], url.Values{}); !strings.Contains(page, "Only an owner may revoke an owner") {
 		t.Fatalf("an admin revoked an owner's invitation:\n%s", page)
 	}
 	owner.submit("/people/invite", url.Values{"email": {"bob@example.com"}, "access": {"viewer"}})

@@ -123,7 +123,7 @@ func TestArchiveUploadGivesASandboxAWayBack(t *testing.T) {
 	if st, to := consoleUpload(t, w, owner, sb.ID, tab, []byte("not gzip")); st != http.StatusSeeOther || to != tab {
 		t.Fatalf("refused console upload: %d to %q", st, to)
 	}
-	if _, page := owner.get(tab); !strings.Contains(page, "a restore would refuse this archive") {
+	if _, page := owner.get(tab); !strings.Contains(page, "A restore would refuse this archive") {
 		t.Fatalf("the tab does not say why the upload was refused:\n%s", page)
 	}
 	if st, to := consoleUpload(t, w, owner, sb.ID, tab, tarGzOf(t, [2]string{"from-console.txt", "console\n"})); st != http.StatusSeeOther || to != tab {

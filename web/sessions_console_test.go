@@ -349,13 +349,13 @@ func TestDecisionsAndRulesOnTheSessionPage(t *testing.T) {
 	if resp.Header.Get("Location") != "/approvals" {
 		t.Fatalf("an off-site back went to %q", resp.Header.Get("Location"))
 	}
-	if body := mustGet(owner, page); !strings.Contains(body, "already denied by owner@example.com") {
+	if body := mustGet(owner, page); !strings.Contains(body, "Already denied by owner@example.com") {
 		t.Fatal("deciding twice is not refused with who decided")
 	}
 	// The person who made a call may not decide it.
 	_, own := w.call(w.owner, s.ID, "mcp__everything__get-env", map[string]any{}, 0)
 	owner.post("/approvals/"+own.Approval.ID+"/approve", url.Values{"back": {page}})
-	if body := mustGet(owner, page); !strings.Contains(body, "you made this call yourself") || !strings.Contains(body, `data-approval="`+own.Approval.ID+`"`) {
+	if body := mustGet(owner, page); !strings.Contains(body, "You made this call yourself") || !strings.Contains(body, `data-approval="`+own.Approval.ID+`"`) {
 		t.Fatal("approving one's own call is not refused on the page")
 	}
 }
