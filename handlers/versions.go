@@ -221,6 +221,13 @@ func (h *Handlers) DiffVersion(c echo.Context) error {
 			return err
 		}
 		rows = diffRows(changes)
+		effects, err := h.RT.VersionToolEffects(ctx(c), principal(c), view.ID, against)
+		if err != nil {
+			return err
+		}
+		for _, e := range effects {
+			view.Effects = append(view.Effects, pages.EffectRow{Name: e.Name, Before: e.Before, After: e.After})
+		}
 	}
 	return render(c, http.StatusOK, pages.Diff(h.shell(c, "Compare versions", "agents"), view, against, choices, rows))
 }

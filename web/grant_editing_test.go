@@ -103,3 +103,40 @@ func TestBrowserToolRuleRowsAddAndRemove(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Compare says what a change does to each tool, the runtime working out the
+// effective policies of both versions: a rule turned from deny to allow, a
+// rule added over a default, a built-in granted; unchanged tools are not listed.
+func TestCompareShowsTheEffectPerTool(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	tok := owner.token()
+	e.installTestFunction()
+	agent, v1 := e.agentWithDraft(tok)
+	if s, body := e.rawAPI(tok, "PUT", "/versions/"+v1.ID+"/config", knownToolsConfig); s != 200 {
+		t.Fatalf("Version.update: %d %s", s, body)
+	}
+	var v2 version
+	if s := e.api(tok, "POST", "/agents/"+agent+"/versions", map[string]any{"from": v1.ID}, &v2); s != 201 {
+		t.Fatalf("Version.create: %d", s)
+	}
+	changed := strings.NewReplacer(`"tool_rules": {"get_repo": "deny"}`, `"tool_rules": {"get_repo": "allow"}`,
+		`"default_policy": "allow"}]`, `"default_policy": "allow", "tool_rules": {"exec": "ask"}}]`,
+		`[{"name": "ask_user"}]`, `[{"name": "ask_user"}, {"name": "session"}]`).Replace(knownToolsConfig)
+	if s, body := e.rawAPI(tok, "PUT", "/versions/"+v2.ID+"/config", changed); s != 200 {
+		t.Fatalf("Version.update: %d %s", s, body)
+	}
+	page := mustGet(owner, "/versions/"+v2.ID+"/diff?against="+v1.ID)
+	for _, want := range []string{
+		"<code>fn__gh__get_repo</code>: Deny → Allow",
+		"<code>sandbox__workbench__exec</code>: Allow → Ask first",
+		"</code>: not granted → offered (no policy)",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("Compare lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, `data-testid="diff-effect"`); n < 3 || strings.Contains(page, "builtin__ask_user__ask</code>") {
+		t.Errorf("Compare lists %d effects, or an unchanged tool:\n%s", n, page)
+	}
+}
