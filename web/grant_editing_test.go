@@ -140,3 +140,29 @@ func TestCompareShowsTheEffectPerTool(t *testing.T) {
 		t.Errorf("Compare lists %d effects, or an unchanged tool:\n%s", n, page)
 	}
 }
+
+// An MCP server's tools, once a session has discovered them, are the tools
+// its rules suggest.
+func TestMCPGrantRulesSuggestDiscoveredTools(t *testing.T) {
+	w := newWorld(t, consoleConfig)
+	owner := w.browserOf()
+	var draft version
+	if st := w.api(w.owner, "POST", "/agents/"+w.agent+"/versions", map[string]any{"from": w.version}, &draft); st != 201 {
+		t.Fatalf("Version.create: %d", st)
+	}
+	form := "/versions/" + draft.ID + "/grants/mcp/everything/edit"
+	before := mustGet(owner, form)
+	if strings.Contains(before, `<datalist id="rule-tools">`) {
+		t.Fatal("tools suggested before any discovery")
+	}
+	s := w.session(w.vault)
+	if st, c := w.call(s.Token, s.ID, "mcp__everything__echo", map[string]any{"message": "hi"}, 10); st != 200 {
+		t.Fatalf("echo: %d %+v", st, c)
+	}
+	page := mustGet(owner, form)
+	for _, want := range []string{`<datalist id="rule-tools">`, `<option value="echo"></option>`, `<option value="get-sum"></option>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the MCP grant form lacks %s", want)
+		}
+	}
+}
