@@ -52,6 +52,7 @@ func TestReloadAfterCreatingPostCreatesNothing(t *testing.T) {
 		{"invite", "/people/invite", url.Values{"email": {"new@example.com"}, "access": {"member"}}, &models.Invite{}, inviteLink},
 		{"api token", "/tokens", url.Values{"name": {"ci"}, "expires": {"1h"}}, &models.Token{}, regexp.MustCompile(`sbk_[a-z0-9]+`)},
 		{"agent", "/agents", url.Values{"name": {"second"}}, &models.Agent{}, nil},
+		{"example agent", "/example", url.Values{}, &models.Session{}, sessionTokenRe},
 		{"draft version", "/agents/" + w.agent + "/versions", url.Values{"from": {w.version}}, &models.Version{}, nil},
 		{"vault", "/vaults", url.Values{"name": {"customer-b"}}, &models.Vault{}, nil},
 		{"credential", "/vaults/" + w.vault + "/credentials", url.Values{"prefix": {"https://api.example.com/"}, "type": {"bearer"}, "secret": {"s3cret-value"}}, &models.Credential{}, nil},
