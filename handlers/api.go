@@ -92,6 +92,12 @@ func (h *Handlers) APIUserRemove(c echo.Context) error {
 	return answerEmpty(c, h.RT.UserRemove(ctx(c), principal(c), c.Param("user")))
 }
 
+// APIUserRevokeInvite is User.revoke_invite.
+func (h *Handlers) APIUserRevokeInvite(c echo.Context) error {
+	_, err := h.RT.UserRevokeInvite(ctx(c), principal(c), c.Param("invite"))
+	return answerEmpty(c, err)
+}
+
 // APITokenList is Token.list.
 func (h *Handlers) APITokenList(c echo.Context) error {
 	out, err := h.RT.TokenList(ctx(c), principal(c))

@@ -46,6 +46,15 @@ func TestPendingInvitationsAreListedAndRevocable(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("User.revoke_invite recorded %d times, want 1", n)
 	}
+	// On the API too: User.revoke_invite by id, refused naming the reason.
+	tok := owner.token()
+	var p problem
+	if st := e.api(tok, "DELETE", "/invites/"+strings.Split(form[1], "/")[3], nil, &p); st != 409 || p.Code != "invite_not_pending" {
+		t.Fatalf("revoking a revoked invitation on the API: %d %+v", st, p)
+	}
+	if st := e.api(tok, "DELETE", "/invites/inv_nosuch", nil, &p); st != 404 {
+		t.Fatalf("revoking an unknown invitation: %d", st)
+	}
 	// Revoking again is refused with the reason, not a 500.
 	if _, page = owner.submit(form[1], url.Values{}); !strings.Contains(page, "no longer pending") {
 		t.Fatalf("revoking twice does not say why:\n%s", page)

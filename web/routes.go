@@ -88,6 +88,7 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"User.invite", http.MethodPost, "/users", h.APIUserInvite},
 		{"User.update", http.MethodPatch, "/users/:user", h.APIUserUpdate},
 		{"User.remove", http.MethodDelete, "/users/:user", h.APIUserRemove},
+		{"User.revoke_invite", http.MethodDelete, "/invites/:invite", h.APIUserRevokeInvite},
 		{"Token.list", http.MethodGet, "/tokens", h.APITokenList},
 		{"Token.create", http.MethodPost, "/tokens", h.APITokenCreate},
 		{"Token.revoke", http.MethodDelete, "/tokens/:token", h.APITokenRevoke},
