@@ -124,18 +124,32 @@ func (r *Runtime) createExample(ctx context.Context, p Principal) (ExampleView, 
 	if err != nil {
 		return ExampleView{}, fmt.Errorf("example: create agent: %w", err)
 	}
-	cfg, err := r.exampleConfig(ctx, p)
+	v, err := r.publishExample(ctx, p, a.ID)
 	if err != nil {
+		// An agent left without a published version would make every later
+		// load refuse (example_changed): take it away again.
+		if derr := r.AgentDelete(context.WithoutCancel(ctx), p, a.ID); derr != nil {
+			r.opts.Log.Error("example: remove the half-made agent", "agent", a.ID, "err", derr)
+		}
 		return ExampleView{}, err
 	}
-	v, err := r.VersionCreate(ctx, p, VersionCreateInput{Agent: a.ID, Config: cfg})
+	return ExampleView{Agent: a.ID, Version: v, Created: true}, nil
+}
+
+// publishExample creates the example's version under agent and publishes it.
+func (r *Runtime) publishExample(ctx context.Context, p Principal, agent string) (string, error) {
+	cfg, err := r.exampleConfig(ctx, p)
 	if err != nil {
-		return ExampleView{}, fmt.Errorf("example: create version: %w", err)
+		return "", err
+	}
+	v, err := r.VersionCreate(ctx, p, VersionCreateInput{Agent: agent, Config: cfg})
+	if err != nil {
+		return "", fmt.Errorf("example: create version: %w", err)
 	}
 	if _, err := r.VersionPublish(ctx, p, v.ID); err != nil {
-		return ExampleView{}, fmt.Errorf("example: publish version: %w", err)
+		return "", fmt.Errorf("example: publish version: %w", err)
 	}
-	return ExampleView{Agent: a.ID, Version: v.ID, Created: true}, nil
+	return v.ID, nil
 }
 
 // exampleConfig grants the skill, a sandbox, ask_user and, when the server
