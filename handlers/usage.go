@@ -73,6 +73,12 @@ func (h *Handlers) Usage(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
+	// The agent filter picks by name; a viewer who may not list agents types the id.
+	if agents, err := h.RT.AgentList(ctx(c), principal(c)); err == nil {
+		for _, a := range agents {
+			view.Agents = append(view.Agents, pages.Option{Value: a.ID, Label: a.Name})
+		}
+	}
 	view.Credits = fmt.Sprintf("%.2f SC", rep.Credits)
 	for _, t := range rep.Totals {
 		view.Totals = append(view.Totals, pages.UsageTotalRow{Kind: usageKindLabel(t.Kind), Quantity: usageQuantity(t.Quantity, t.Unit),

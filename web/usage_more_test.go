@@ -52,7 +52,7 @@ func TestUsageShowsNamesUnitsAndAChart(t *testing.T) {
 		`<svg class="usage-chart" role="img"`, "<title id=\"usage-chart-svg-title\">SC per day by kind</title>",
 		`<td>2026-11-02</td><td>0.00</td><td>150.00</td><td>0.00</td><td>150.00</td>`,
 		`<td>2026-11-03</td><td>0.02</td><td>0.00</td><td>0.00</td><td>0.02</td>`,
-		`href="/usage.csv?from=2026-11-01&amp;to=2026-12-01"`,
+		`href="/usage.csv?from=2026-11-01&amp;to=2026-12-01"`, `<option value="ag_a">support-bot</option>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the Usage page lacks %s", want)
