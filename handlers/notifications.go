@@ -65,20 +65,20 @@ func (h *Handlers) channelsAndDeliveries(c echo.Context, p runtime.Principal, v 
 	}
 	for _, ch := range chans {
 		v.Channels = append(v.Channels, pages.ChannelRow{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Format: ch.Format,
-			URLHint: ch.URLHint, Filter: filterText(ch.Agents, ch.Grants, names), Created: fmtTime(ch.CreatedAt), Enabled: ch.Enabled})
+			URLHint: ch.URLHint, Filter: filterText(ch.Agents, ch.Grants, names), Created: isoTime(ch.CreatedAt), Enabled: ch.Enabled})
 	}
 	ns, err := h.RT.NotificationList(ctx(c), p, runtime.NotificationFilter{})
 	if err != nil {
 		return err
 	}
 	for _, n := range ns {
-		d := pages.DeliveryRow{ID: n.ID, Created: fmtTime(n.CreatedAt), Channel: n.ChannelName, Recipient: n.Recipient,
+		d := pages.DeliveryRow{ID: n.ID, Created: isoTime(n.CreatedAt), Channel: n.ChannelName, Recipient: n.Recipient,
 			Approval: n.Approval, State: n.State, LastError: n.LastError}
 		if n.NextAttemptAt != nil && n.Attempts > 0 {
-			d.Next = fmtTime(*n.NextAttemptAt)
+			d.Next = isoTime(*n.NextAttemptAt)
 		}
 		for _, t := range n.Tries {
-			a := pages.AttemptRow{Number: t.Number, OK: t.OK, Error: t.Error, At: fmtTime(t.At),
+			a := pages.AttemptRow{Number: t.Number, OK: t.OK, Error: t.Error, At: isoTime(t.At),
 				Duration: (time.Duration(t.DurationMS) * time.Millisecond).String()}
 			if t.HTTPStatus != 0 {
 				a.Code = fmt.Sprintf("HTTP %d", t.HTTPStatus)
