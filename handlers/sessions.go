@@ -166,6 +166,9 @@ func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages
 		CanRefresh: p.Can("Session.tools") && s.State == runtime.SessionActive}
 	seen := liveSeen(ctx(c), live.parts())
 	d.EventsURL = "/sessions/" + url.PathEscape(id) + "/events?" + url.Values{"seen": {seen}}.Encode()
+	if s.State == runtime.SessionActive {
+		d.Endpoint = h.BaseURL + "/mcp/sessions/" + s.ID
+	}
 	v, err := h.RT.VersionGet(ctx(c), p, s.Version)
 	if err != nil {
 		return d, err
