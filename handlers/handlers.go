@@ -116,12 +116,9 @@ func redirect(c echo.Context, to string) error {
 	return c.Redirect(http.StatusSeeOther, to)
 }
 
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format("Jan 2 15:04 UTC")
-}
+// fmtTime is a time for a page: RFC 3339, which components.When shows as
+// readable UTC text and its script in the viewer's zone.
+func fmtTime(t time.Time) string { return isoTime(t) }
 
 func fmtTimePtr(t *time.Time) string {
 	if t == nil {

@@ -265,7 +265,7 @@ func (h *Handlers) sessionLive(cx context.Context, p runtime.Principal, id strin
 func callRow(v runtime.ToolCallView) pages.SessionCall {
 	return pages.SessionCall{ID: v.ID, Tool: v.Tool, Status: v.Status, Verdict: v.Verdict, By: v.By, Model: v.Model,
 		Duration: callDuration(v), Reason: v.Reason, Error: v.Error, Input: prettyJSON(v.Input), Output: prettyJSON(v.Output),
-		InputTruncated: v.InputTruncated, OutputTruncated: v.OutputTruncated, Created: v.CreatedAt.UTC().Format("Jan 2 15:04:05")}
+		InputTruncated: v.InputTruncated, OutputTruncated: v.OutputTruncated, Created: fmtTime(v.CreatedAt)}
 }
 
 func callDuration(v runtime.ToolCallView) string {
