@@ -70,7 +70,7 @@ func (h *Handlers) ChangeAccess(c echo.Context) error {
 	if err != nil {
 		return h.flashError(c, err, "/people")
 	}
-	h.flash(c, "ok", u.Email+" is now "+u.Access+".")
+	h.flash(c, "ok", "Access changed: "+u.Email+" is now "+u.Access+".")
 	return redirect(c, "/people")
 }
 
