@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/egress"
 	"github.com/subako/subako/runtime/notify"
 )
 
@@ -286,6 +288,9 @@ func (r *Runtime) applyChannelInput(ctx context.Context, c *models.NotificationC
 		if err != nil {
 			return "", err
 		}
+		if err := r.checkWebhookAddress(*in.URL); err != nil {
+			return "", err
+		}
 		sealed.URL, c.URLHint = strings.TrimSpace(*in.URL), hint
 	}
 	plain, _ := json.Marshal(sealed)
@@ -320,6 +325,33 @@ func checkWebhookURL(raw string) (string, error) {
 		return "", invalid("url", "invalid_url", "url must be an http:// or https:// address such as https://hooks.example.com/subako")
 	}
 	return u.Scheme + "://" + u.Host + "/…", nil
+}
+
+// checkWebhookAddress refuses, when the channel is saved, a URL whose host
+// is an address the egress guard refuses (http://127.0.0.1:9000/hook,
+// http://10.0.0.5/...), instead of accepting it and failing at the first
+// waiting call. A name is still judged at dial time only, on the address it
+// resolves to then (see package egress).
+func (r *Runtime) checkWebhookAddress(raw string) error {
+	if r.opts.AllowPrivateEgress {
+		return nil
+	}
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil
+	}
+	addr, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil
+	}
+	var refused *egress.RefusedError
+	if !errors.As(egress.Check(addr), &refused) {
+		return nil
+	}
+	if refused.Own {
+		return invalid("url", "egress_refused", fmt.Sprintf("url points at %s, this server's own address, which webhooks may not reach; start the server with --egress-allow-private to allow it", addr))
+	}
+	return invalid("url", "egress_refused", fmt.Sprintf("url points at %s, a private or loopback address, which webhooks may not reach; start the server with --egress-allow-private to allow them", addr))
 }
 
 // filterAgents resolves agent ids or names to ids; each must exist.

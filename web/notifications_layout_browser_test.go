@@ -32,7 +32,8 @@ func TestBrowserFailedDeliveriesStayReadableAt390(t *testing.T) {
 		t.Fatalf("publish: %d", st)
 	}
 	w := &world{env: e, owner: owner}
-	w.createHook(startReceiver(t), "internal", "json")
+	recv := startReceiver(t)
+	w.createHookAt(recv, strings.Replace(recv.srv.URL, "127.0.0.1", "localhost", 1)+hookPath, "internal", "json")
 	var s session
 	if st := e.api(owner, "POST", "/sessions", map[string]any{"version": draft.ID, "vaults": []string{}, "title": "t"}, &s); st != 201 {
 		t.Fatalf("Session.create: %d", st)

@@ -34,7 +34,14 @@ func TestWebhookToAPrivateAddressIsRefusedByTheEgressGuard(t *testing.T) {
 	}
 	recv := startReceiver(t)
 	w := &world{env: e, owner: owner}
-	hook := w.createHook(recv, "internal", "json")
+	// A literal private address is refused when the channel is saved, naming the field and the flag.
+	var p problem
+	if st := w.api(owner, "POST", "/channels", map[string]any{"name": "internal", "kind": "webhook", "url": recv.srv.URL + hookPath}, &p); st != 422 ||
+		p.Field != "url" || !strings.Contains(p.Detail, "127.0.0.1") || !strings.Contains(p.Detail, "--egress-allow-private") {
+		t.Fatalf("a webhook to %s: %d %+v, want 422 naming url and the flag", recv.srv.URL, st, p)
+	}
+	// A name is judged at dial time, on the address it resolves to.
+	hook := w.createHookAt(recv, strings.Replace(recv.srv.URL, "127.0.0.1", "localhost", 1)+hookPath, "internal", "json")
 	var s session
 	if st := e.api(owner, "POST", "/sessions", map[string]any{"version": draft.ID, "vaults": []string{}, "title": "t"}, &s); st != 201 {
 		t.Fatalf("Session.create: %d", st)

@@ -78,8 +78,14 @@ func (h *hookReceiver) count() int { h.mu.Lock(); defer h.mu.Unlock(); return le
 // to the receiver.
 func (w *world) createHook(h *hookReceiver, name, format string) runtime.ChannelView {
 	w.t.Helper()
+	return w.createHookAt(h, h.srv.URL+hookPath, name, format)
+}
+
+// createHookAt is createHook with the URL given, such as the receiver by a name.
+func (w *world) createHookAt(h *hookReceiver, url, name, format string) runtime.ChannelView {
+	w.t.Helper()
 	var ch runtime.ChannelView
-	if st := w.api(w.owner, "POST", "/channels", map[string]any{"name": name, "kind": "webhook", "url": h.srv.URL + hookPath, "format": format}, &ch); st != 201 {
+	if st := w.api(w.owner, "POST", "/channels", map[string]any{"name": name, "kind": "webhook", "url": url, "format": format}, &ch); st != 201 {
 		w.t.Fatalf("Channel.create: %d", st)
 	}
 	if !strings.HasPrefix(ch.Secret, "whsec_") {
