@@ -38,6 +38,11 @@ func (r *Runtime) usageQuery(ctx context.Context, f UsageFilter, from, to **time
 			if t, err = time.Parse("2006-01-02", b.value); err != nil {
 				return nil, invalid(b.field, "invalid_time", b.field+" must be a date (2026-11-29) or an RFC 3339 time")
 			}
+			if b.field == "to" {
+				// A day given as the end of a period is part of it, as
+				// people read "from the 1st to the 1st".
+				t = t.AddDate(0, 0, 1)
+			}
 		}
 		// SQLite compares timestamps as text: a time with another offset
 		// must be given in UTC, as they are stored.

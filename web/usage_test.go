@@ -49,6 +49,12 @@ func TestUsagePageAndAPI(t *testing.T) {
 		rep.Totals[1].Kind != "machine_seconds" || rep.Credits < 100.0199 || rep.Credits > 100.0201 {
 		t.Fatalf("November's usage: %+v", rep)
 	}
+	// A date as the end of the period includes that whole day.
+	var oneDay struct{ Totals []struct{ Kind string } }
+	e.api(tok, "GET", "/usage?from=2026-11-02&to=2026-11-02", nil, &oneDay)
+	if len(oneDay.Totals) != 3 {
+		t.Fatalf("usage from the 2nd to the 2nd: %+v, want the day's three kinds", oneDay)
+	}
 	e.api(tok, "GET", "/usage?agent=ag_b", nil, &rep)
 	if len(rep.Totals) != 1 || rep.Totals[0].Quantity != 1 {
 		t.Fatalf("usage of agent ag_b: %+v", rep)

@@ -673,7 +673,7 @@ func Tokens(s layout.Shell, rows []TokenRow, created string, errMsg string) temp
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = components.PageHead("API tokens", "Tokens act as you on the API and with `subako do`.").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.PageHead("API tokens", "Tokens act as you on the API and with subako do.").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
