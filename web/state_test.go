@@ -52,6 +52,9 @@ func TestTryResultFollowsTheDecision(t *testing.T) {
 	if !strings.Contains(waiting, `data-status="awaiting_approval"`) || !strings.Contains(waiting, `hx-trigger="sse:calls"`) {
 		t.Fatalf("a waiting answer does not follow its call:\n%s", waiting)
 	}
+	if link := `href="/approvals?approval=` + c.Approval.ID; !strings.Contains(waiting, link) {
+		t.Fatalf("a waiting answer does not link to its approval (%s):\n%s", link, waiting)
+	}
 	if resp, _ := approver.post("/approvals/"+c.Approval.ID+"/approve", url.Values{"scope": {"call"}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("approve: %d", resp.StatusCode)
 	}
