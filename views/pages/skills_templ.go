@@ -409,14 +409,14 @@ func SkillPage(s layout.Shell, d SkillDetail) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					if d.DeleteRefusal != "" {
-						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<button class=\"btn btn-danger\" type=\"submit\" disabled aria-describedby=\"skill-delete-why\" data-testid=\"skill-delete\">Delete</button><p class=\"hint\" id=\"skill-delete-why\" data-testid=\"skill-delete-why\">Delete is off: ")
+						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<button class=\"btn btn-danger\" type=\"submit\" disabled aria-describedby=\"skill-delete-why\" data-testid=\"skill-delete\">Delete</button><p class=\"hint\" id=\"skill-delete-why\" data-testid=\"skill-delete-why\">Delete is off — ")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var17 string
 						templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(d.DeleteRefusal)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/skills.templ`, Line: 118, Col: 107}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/skills.templ`, Line: 118, Col: 110}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 						if templ_7745c5c3_Err != nil {

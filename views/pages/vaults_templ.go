@@ -348,14 +348,14 @@ func VaultPage(s layout.Shell, d VaultDetail) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					if d.DeleteRefusal != "" {
-						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<button class=\"btn btn-danger\" type=\"submit\" disabled aria-describedby=\"vault-delete-why\" data-testid=\"vault-delete\">Delete vault</button><p class=\"hint\" id=\"vault-delete-why\" data-testid=\"vault-delete-why\">Delete is off: ")
+						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<button class=\"btn btn-danger\" type=\"submit\" disabled aria-describedby=\"vault-delete-why\" data-testid=\"vault-delete\">Delete vault</button><p class=\"hint\" id=\"vault-delete-why\" data-testid=\"vault-delete-why\">Delete is off — ")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var15 string
 						templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(d.DeleteRefusal)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/vaults.templ`, Line: 106, Col: 107}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/vaults.templ`, Line: 106, Col: 110}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 						if templ_7745c5c3_Err != nil {

@@ -157,14 +157,14 @@ func Agent(s layout.Shell, a AgentPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if a.DeleteRefusal != "" {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<button class=\"btn btn-danger btn-sm\" type=\"submit\" disabled aria-describedby=\"agent-delete-why\" data-testid=\"agent-delete\">Delete agent</button><p class=\"hint\" id=\"agent-delete-why\" data-testid=\"agent-delete-why\">Delete is off: ")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<button class=\"btn btn-danger btn-sm\" type=\"submit\" disabled aria-describedby=\"agent-delete-why\" data-testid=\"agent-delete\">Delete agent</button><p class=\"hint\" id=\"agent-delete-why\" data-testid=\"agent-delete-why\">Delete is off — ")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var7 string
 					templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(a.DeleteRefusal)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/version.templ`, Line: 52, Col: 108}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/version.templ`, Line: 52, Col: 111}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 					if templ_7745c5c3_Err != nil {
