@@ -336,3 +336,11 @@ func (h *Handlers) pushQueue(c echo.Context, out *sseStream, p runtime.Principal
 	}
 	return http.NewResponseController(out.w).Flush()
 }
+
+// ApprovalLink answers a link to one approval (a guessed or shared
+// /approvals/ID) with the queue showing just that approval, where it can be
+// decided or read as decided.
+func (h *Handlers) ApprovalLink(c echo.Context) error {
+	id := url.QueryEscape(c.Param("approval"))
+	return c.Redirect(http.StatusSeeOther, "/approvals?approval="+id+"#approval-"+id)
+}

@@ -170,6 +170,7 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.GET("/approvals/history", h.ApprovalHistory)
 	con.GET("/approvals/events", h.ApprovalEvents)
 	con.GET("/approvals/pending/events", h.PendingEvents)
+	con.GET("/approvals/:approval", h.ApprovalLink)
 	con.GET("/notifications", h.Notifications)
 	con.POST("/notifications/subscription", h.SaveSubscription)
 	con.POST("/notifications/channels", h.CreateChannel)

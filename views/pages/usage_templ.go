@@ -107,7 +107,7 @@ func Usage(s layout.Shell, v UsageView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = components.PageHead("Usage", "Function time at 0.01 SC a second, sandbox machine time at 0.02777778 SC a second (idle minutes before suspension included), and archive storage.").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.PageHead("Usage", "Function time at 36 SC an hour (0.01 SC a second), sandbox machine time at 100 SC an hour (idle minutes before suspension included), and archive storage.").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
