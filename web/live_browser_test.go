@@ -125,9 +125,11 @@ func TestBrowserConfirmDialog(t *testing.T) {
 	if still, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`window.notReloaded === true && document.querySelector(%q) !== null`, row))); err != nil || !still {
 		t.Fatalf("the page changed after Escape (%v)", err)
 	}
-	steps(t, ctx, "confirm removes",
+	steps(t, ctx, "ask again",
 		chromedp.Click(css(remove)),
 		pollFront(dialogOpen, 5*time.Second),
+	)
+	steps(t, ctx, "confirm removes",
 		chromedp.Click(css(`[data-testid=confirm-ok]`)),
 		chromedp.WaitVisible(css(`[data-testid=flash]`)),
 	)
