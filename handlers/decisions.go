@@ -112,7 +112,7 @@ func (h *Handlers) pendingView(cx context.Context, p runtime.Principal, id strin
 	}
 	for _, it := range queue.Items {
 		v.Approvals = append(v.Approvals, pages.SessionApproval{ID: it.ID, Call: it.Call, Tool: it.Tool, By: it.By,
-			Model: it.Model, Input: prettyJSON(it.Input), Asked: fmtTime(it.CreatedAt), Waited: waited(it.CreatedAt),
+			Model: it.Model, Input: prettyJSON(it.Input), Asked: isoTime(it.CreatedAt), Waited: waited(it.CreatedAt),
 			Decidable: it.DecidableBy(p), Own: it.OwnCall(p)})
 	}
 	for i := len(calls) - 1; i >= 0; i-- {
@@ -134,7 +134,7 @@ func question(c runtime.ToolCallView) (pages.SessionQuestion, bool) {
 		Choices  []string `json:"choices"`
 	}
 	_ = json.Unmarshal(c.Input, &in)
-	return pages.SessionQuestion{Call: c.ID, Question: in.Question, Choices: in.Choices, Asked: fmtTime(c.CreatedAt)}, true
+	return pages.SessionQuestion{Call: c.ID, Question: in.Question, Choices: in.Choices, Asked: isoTime(c.CreatedAt)}, true
 }
 
 func (h *Handlers) rulesView(cx context.Context, p runtime.Principal, id string) (pages.SessionRules, error) {
@@ -144,7 +144,7 @@ func (h *Handlers) rulesView(cx context.Context, p runtime.Principal, id string)
 		return v, err
 	}
 	for _, r := range rules {
-		v.Rules = append(v.Rules, pages.SessionRuleRow{ID: r.ID, Tool: r.Tool, Policy: r.Policy, By: r.CreatedBy, Created: fmtTime(r.CreatedAt)})
+		v.Rules = append(v.Rules, pages.SessionRuleRow{ID: r.ID, Tool: r.Tool, Policy: r.Policy, By: r.CreatedBy, Created: isoTime(r.CreatedAt)})
 	}
 	return v, nil
 }

@@ -116,13 +116,3 @@ func redirect(c echo.Context, to string) error {
 	return c.Redirect(http.StatusSeeOther, to)
 }
 
-// fmtTime is a time for a page: RFC 3339, which components.When shows as
-// readable UTC text and its script in the viewer's zone.
-func fmtTime(t time.Time) string { return isoTime(t) }
-
-func fmtTimePtr(t *time.Time) string {
-	if t == nil {
-		return "never"
-	}
-	return fmtTime(*t)
-}

@@ -20,7 +20,7 @@ func (h *Handlers) peoplePage(c echo.Context, status int, extra pages.PeoplePage
 	view.Manage = p.Can("User.update")
 	view.Levels = runtime.AccessLevels
 	for _, u := range users {
-		row := pages.PersonRow{ID: u.ID, Email: u.Email, Name: u.Name, Access: u.Access, Since: fmtTime(u.CreatedAt), You: u.ID == p.ID}
+		row := pages.PersonRow{ID: u.ID, Email: u.Email, Name: u.Name, Access: u.Access, Since: isoTime(u.CreatedAt), You: u.ID == p.ID}
 		if view.Manage {
 			row.RemoveRefusal = h.RT.UserRemoveRefusal(ctx(c), p, u.ID)
 		}
@@ -31,7 +31,7 @@ func (h *Handlers) peoplePage(c echo.Context, status int, extra pages.PeoplePage
 		return err
 	}
 	for _, i := range invs {
-		view.Pending = append(view.Pending, pages.PendingInvite{ID: i.ID, Email: i.Email, Access: i.Access, Expires: fmtTime(i.ExpiresAt)})
+		view.Pending = append(view.Pending, pages.PendingInvite{ID: i.ID, Email: i.Email, Access: i.Access, Expires: isoTime(i.ExpiresAt)})
 	}
 	return render(c, status, pages.People(h.shell(c, "People", "people"), view))
 }
@@ -117,8 +117,8 @@ func (h *Handlers) tokensPage(c echo.Context, status int, created, errMsg string
 	}
 	rows := make([]pages.TokenRow, 0, len(ts))
 	for _, t := range ts {
-		rows = append(rows, pages.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Created: fmtTime(t.CreatedAt),
-			Expires: fmtTime(t.ExpiresAt), LastUsed: fmtTimePtr(t.LastUsedAt)})
+		rows = append(rows, pages.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Created: isoTime(t.CreatedAt),
+			Expires: isoTime(t.ExpiresAt), LastUsed: isoTimePtr(t.LastUsedAt)})
 	}
 	return render(c, status, pages.Tokens(h.shell(c, "API tokens", "tokens"), rows, created, errMsg))
 }

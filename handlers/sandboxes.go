@@ -205,22 +205,15 @@ func (h *Handlers) sandboxTable(c echo.Context, p runtime.Principal, f runtime.S
 func sandboxRow(s runtime.SandboxView, p runtime.Principal) pages.SandboxRow {
 	r := pages.SandboxRow{ID: s.ID, SessionID: s.Session, SessionTitle: s.SessionTitle, Grant: s.Grant, Tool: s.Tool,
 		Release: s.Release, Network: s.Network, State: s.State, Error: s.Error,
-		Started: fmtTimePtrOr(s.StartedAt), LastActive: fmtTimePtrOr(s.LastActiveAt),
-		Suspended: fmtTimePtrOr(s.SuspendedAt), Retired: fmtTimePtrOr(s.RetiredAt),
+		Started: isoTimePtr(s.StartedAt), LastActive: isoTimePtr(s.LastActiveAt),
+		Suspended: isoTimePtr(s.SuspendedAt), Retired: isoTimePtr(s.RetiredAt),
 		MachineTime: machineTime(s.MachineSeconds), Credits: fmt.Sprintf("%.2f SC", s.Credits),
 		ArchiveError: s.ArchiveError, ArchiveNote: s.ArchiveNote, CanDownload: p.Can("Archive.download"), CanDelete: p.Can("Archive.delete") && s.Deletable(),
 		CanUpload: p.Can("Archive.upload") && s.Uploadable()}
 	if s.Archive != nil {
-		r.HasArchive, r.ArchiveSize, r.ArchiveAt = true, skillSize(s.Archive.Bytes), fmtTime(s.Archive.CreatedAt)
+		r.HasArchive, r.ArchiveSize, r.ArchiveAt = true, skillSize(s.Archive.Bytes), isoTime(s.Archive.CreatedAt)
 	}
 	return r
-}
-
-func fmtTimePtrOr(t *time.Time) string {
-	if t == nil {
-		return ""
-	}
-	return fmtTime(*t)
 }
 
 // machineTime reads as a person says it: 42 s, 5 min 3 s, 2 h 10 min.

@@ -209,7 +209,7 @@ func offeredTools(ts []runtime.OfferedTool) ([]pages.SessionTool, []pages.Sessio
 	var out []pages.SessionTool
 	var clients []pages.SessionClient
 	for _, t := range ts {
-		out = append(out, pages.SessionTool{Name: t.Name, Policy: t.Policy, Description: t.Description, Schema: prettyJSON(t.InputSchema)})
+		out = append(out, pages.SessionTool{Name: t.Name, Policy: t.Policy, Description: t.Description})
 		kind, client, tool, err := tools.ParseFullName(t.Name)
 		if err != nil || kind != tools.KindClient {
 			continue
@@ -252,9 +252,9 @@ func (h *Handlers) sessionLive(cx context.Context, p runtime.Principal, id strin
 	// An ended session's rules are its record: nothing to revoke (SessionRule.revoke refuses).
 	rules.CanRevoke = rules.CanRevoke && s.State == runtime.SessionActive
 	l = sessionLive{session: s, pending: pending, rules: rules, calls: pages.SessionCalls{SessionID: id}}
-	l.head = pages.SessionHead{ID: s.ID, Title: s.Title, State: s.State, Created: fmtTime(s.CreatedAt), CanEnd: p.Can("Session.end")}
+	l.head = pages.SessionHead{ID: s.ID, Title: s.Title, State: s.State, Created: isoTime(s.CreatedAt), CanEnd: p.Can("Session.end")}
 	if s.EndedAt != nil {
-		l.head.Ended = fmtTime(*s.EndedAt)
+		l.head.Ended = isoTime(*s.EndedAt)
 	}
 	for _, cl := range calls {
 		l.calls.Calls = append(l.calls.Calls, callRow(cl))
@@ -265,7 +265,7 @@ func (h *Handlers) sessionLive(cx context.Context, p runtime.Principal, id strin
 func callRow(v runtime.ToolCallView) pages.SessionCall {
 	return pages.SessionCall{ID: v.ID, Tool: v.Tool, Status: v.Status, Verdict: v.Verdict, By: v.By, Model: v.Model,
 		Duration: callDuration(v), Reason: v.Reason, Error: v.Error, Input: prettyJSON(v.Input), Output: prettyJSON(v.Output),
-		InputTruncated: v.InputTruncated, OutputTruncated: v.OutputTruncated, Created: fmtTime(v.CreatedAt)}
+		InputTruncated: v.InputTruncated, OutputTruncated: v.OutputTruncated, Created: isoTime(v.CreatedAt)}
 }
 
 func callDuration(v runtime.ToolCallView) string {

@@ -87,7 +87,7 @@ func (h *Handlers) Usage(c echo.Context) error {
 	for _, u := range rep.Records {
 		view.Records = append(view.Records, pages.UsageRecordRow{Kind: usageKindLabel(u.Kind), Session: u.Session, SessionTitle: u.SessionTitle,
 			Agent: u.Agent, AgentName: u.AgentName, Subject: u.Subject,
-			Quantity: usageQuantity(u.Quantity, u.Unit), Credits: fmt.Sprintf("%.4f SC", u.Credits), When: fmtTime(u.StartedAt)})
+			Quantity: usageQuantity(u.Quantity, u.Unit), Credits: fmt.Sprintf("%.4f SC", u.Credits), When: isoTime(u.StartedAt)})
 	}
 	if len(rep.Days) > 0 {
 		view.Chart = usageChart(rep.Days)

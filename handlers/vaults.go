@@ -18,7 +18,7 @@ func (h *Handlers) vaultsPage(c echo.Context, status int, f pages.VaultForm) err
 	rows := make([]pages.VaultRow, 0, len(vs))
 	for _, v := range vs {
 		rows = append(rows, pages.VaultRow{ID: v.ID, Name: v.Name, Description: v.Description,
-			Credentials: len(v.Credentials), Created: fmtTime(v.CreatedAt)})
+			Credentials: len(v.Credentials), Created: isoTime(v.CreatedAt)})
 	}
 	return render(c, status, pages.VaultsPage(h.shell(c, "Vaults", "vaults"), rows, f, p.Can("Vault.create")))
 }
@@ -70,7 +70,7 @@ func (h *Handlers) vaultPage(c echo.Context, status int, ref string, f pages.Cre
 	if err != nil {
 		return err
 	}
-	d := pages.VaultDetail{ID: v.ID, Name: v.Name, Description: v.Description, Created: fmtTime(v.CreatedAt), Form: f,
+	d := pages.VaultDetail{ID: v.ID, Name: v.Name, Description: v.Description, Created: isoTime(v.CreatedAt), Form: f,
 		CanSet: p.Can("Credential.set"), CanDeleteCredential: p.Can("Credential.delete"), CanDelete: p.Can("Vault.delete"),
 		DeleteRefusal: h.RT.VaultDeleteRefusal(ctx(c), p, v.ID)}
 	if d.Form.Type == "" {
@@ -79,7 +79,7 @@ func (h *Handlers) vaultPage(c echo.Context, status int, ref string, f pages.Cre
 	for _, cr := range v.Credentials {
 		d.Credentials = append(d.Credentials, pages.CredentialRow{ID: cr.ID, Prefix: cr.Prefix, Type: cr.Type,
 			HeaderName: cr.HeaderName, Username: cr.Username, SecretSet: cr.SecretSet,
-			Updated: fmtTime(cr.UpdatedAt), LastUsed: fmtTimePtr(cr.LastUsedAt)})
+			Updated: isoTime(cr.UpdatedAt), LastUsed: isoTimePtr(cr.LastUsedAt)})
 	}
 	return render(c, status, pages.VaultPage(h.shell(c, v.Name, "vaults"), d))
 }

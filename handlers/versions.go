@@ -35,9 +35,9 @@ func (h *Handlers) Agent(c echo.Context) error {
 func versionRows(vs []runtime.VersionView, current string) []pages.VersionRow {
 	rows := make([]pages.VersionRow, 0, len(vs))
 	for _, v := range vs {
-		row := pages.VersionRow{ID: v.ID, Number: v.Number, State: v.State, Created: fmtTime(v.CreatedAt), Current: v.ID == current}
+		row := pages.VersionRow{ID: v.ID, Number: v.Number, State: v.State, Created: isoTime(v.CreatedAt), Current: v.ID == current}
 		if v.PublishedAt != nil {
-			row.Published = fmtTime(*v.PublishedAt)
+			row.Published = isoTime(*v.PublishedAt)
 		}
 		rows = append(rows, row)
 	}
@@ -97,7 +97,7 @@ func (h *Handlers) versionPage(c echo.Context, id string) (pages.VersionPage, er
 		Draft: v.State == runtime.StateDraft, CanEdit: p.Can("Version.update"), CanStart: p.Can("Session.create"), Sections: grantSections(v.Parsed()),
 		History: versionRows(history, v.ID)}
 	if v.PublishedAt != nil {
-		view.Published = fmtTime(*v.PublishedAt)
+		view.Published = isoTime(*v.PublishedAt)
 	}
 	for _, t := range ts {
 		view.Tools = append(view.Tools, pages.ToolRow{Name: t.Name, Kind: t.Kind, Grant: t.Grant, Tool: t.Tool, Policy: t.Policy,

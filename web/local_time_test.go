@@ -16,6 +16,7 @@ func TestPagesShowTimesForTheViewer(t *testing.T) {
 		t.Fatalf("echo: %d", st)
 	}
 	b := w.browserOf()
+	b.token() // never used: its Last used says so
 	rfc3339 := regexp.MustCompile(`>\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d`)
 	for _, path := range []string{"/people", "/tokens", "/vaults/" + w.vault, "/versions/" + w.version, "/sessions/" + s.ID} {
 		resp, page := b.get(path)
@@ -28,5 +29,8 @@ func TestPagesShowTimesForTheViewer(t *testing.T) {
 		if rfc3339.MatchString(page) {
 			t.Errorf("%s shows a raw RFC 3339 time: %s", path, rfc3339.FindString(page))
 		}
+	}
+	if _, page := b.get("/tokens"); !strings.Contains(page, ">never</td>") {
+		t.Error("a token never used does not say so on the tokens page")
 	}
 }

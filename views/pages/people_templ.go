@@ -783,7 +783,7 @@ func Tokens(s layout.Shell, rows []TokenRow, created string, errMsg string) temp
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
-						templ_7745c5c3_Err = components.When(t.LastUsed, "").Render(ctx, templ_7745c5c3_Buffer)
+						templ_7745c5c3_Err = components.When(t.LastUsed, "never").Render(ctx, templ_7745c5c3_Buffer)
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}

@@ -510,7 +510,7 @@ func VaultPage(s layout.Shell, d VaultDetail) templ.Component {
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
-						templ_7745c5c3_Err = components.When(r.LastUsed, "").Render(ctx, templ_7745c5c3_Buffer)
+						templ_7745c5c3_Err = components.When(r.LastUsed, "never").Render(ctx, templ_7745c5c3_Buffer)
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
