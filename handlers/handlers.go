@@ -115,4 +115,3 @@ func redirect(c echo.Context, to string) error {
 	}
 	return c.Redirect(http.StatusSeeOther, to)
 }
-
