@@ -146,6 +146,14 @@ type Credential struct {
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	LastUsedAt *time.Time
+	// OAuth credentials only (see oauth.go): a refresh replaces Ciphertext
+	// where Version is unchanged, so concurrent refreshes never lose a token.
+	Version      int64
+	Status       string
+	StatusDetail string
+	OAuth        string `gorm:"column:oauth"`
+	ExpiresAt    *time.Time
+	RefreshedAt  *time.Time
 }
 
 // Session runs a published version with vaults; agents reach it with its token.
@@ -284,4 +292,7 @@ type Sandbox struct {
 	ArchiveSHA256  string `gorm:"column:archive_sha256"`
 	ArchiveError   string
 	ArchiveNote    string
+	// CreatedAt orders the list of sandboxes; gorm sets it on insert and
+	// never in the store's upsert.
+	CreatedAt time.Time
 }

@@ -82,6 +82,7 @@ type Runtime struct {
 	logins     *throttle
 	ready      readiness
 	notifier   notifier
+	oauth      oauthState // OAuth credentials' tokens in memory (vault_oauth.go)
 }
 
 // New builds a Runtime over an open, migrated database.

@@ -38,11 +38,24 @@ type CredentialView struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
+	// OAuth credentials only (vault_oauth.go): "connected" or
+	// "needs_reconnecting", why, and the current access token's expiry.
+	Status       string     `json:"status,omitempty"`
+	StatusDetail string     `json:"status_detail,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+	RefreshedAt  *time.Time `json:"refreshed_at,omitempty"`
+	TokenURL     string     `json:"token_url,omitempty"`
+	ClientID     string     `json:"client_id,omitempty"`
+	Scopes       string     `json:"scopes,omitempty"`
+	Issuer       string     `json:"issuer,omitempty"`
+	Registration string     `json:"registration,omitempty"`
 }
 
 func credentialView(c models.Credential) CredentialView {
-	return CredentialView{ID: c.ID, Vault: c.VaultID, Prefix: c.Prefix, Type: c.Type, HeaderName: c.HeaderName,
+	v := CredentialView{ID: c.ID, Vault: c.VaultID, Prefix: c.Prefix, Type: c.Type, HeaderName: c.HeaderName,
 		Username: c.Username, SecretSet: len(c.Ciphertext) > 0, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, LastUsedAt: c.LastUsedAt}
+	oauthView(&v, c)
+	return v
 }
 
 // VaultInput creates a vault.
@@ -180,6 +193,10 @@ type CredentialInput struct {
 	HeaderName string `json:"header_name" form:"header_name"`
 	Username   string `json:"username" form:"username"`
 	Secret     string `json:"secret" form:"secret"`
+	// Client credentials only (vault_oauth_connect.go); Secret is the client secret.
+	TokenURL string `json:"token_url" form:"token_url"`
+	ClientID string `json:"client_id" form:"client_id"`
+	Scopes   string `json:"scopes" form:"scopes"`
 }
 
 // CredentialSet is Credential.set: adds a credential, or replaces the one
@@ -190,6 +207,9 @@ func (r *Runtime) CredentialSet(ctx context.Context, p Principal, in CredentialI
 		v, err := r.loadVault(ctx, in.Vault)
 		if err != nil {
 			return err
+		}
+		if isOAuthType(in.Type) {
+			return r.setOAuthCredential(ctx, a, v, in, &out)
 		}
 		c := vault.Credential{Prefix: strings.TrimSpace(in.Prefix), Type: in.Type, HeaderName: strings.TrimSpace(in.HeaderName), Username: in.Username}
 		if err := firstErr(c.Validate(), vault.ValidateSecret(in.Secret)); err != nil {
@@ -218,6 +238,9 @@ func (r *Runtime) storeCredential(ctx context.Context, vaultID string, c vault.C
 		return rec, err
 	}
 	rec.Type, rec.HeaderName, rec.Username, rec.UpdatedAt = c.Type, c.HeaderName, c.Username, r.now()
+	// A static secret replacing an OAuth credential leaves no OAuth state behind.
+	rec.OAuth, rec.Status, rec.StatusDetail, rec.ExpiresAt, rec.RefreshedAt, rec.Version = "", "", "", nil, nil, rec.Version+1
+	r.forgetOAuth(rec.ID)
 	// The credential's id is the AAD: a sealed secret cannot be moved to another row.
 	if rec.KeyID, rec.Ciphertext, err = r.opts.Keys.Seal([]byte(secret), []byte(rec.ID)); err != nil {
 		return rec, fmt.Errorf("runtime: seal credential: %w", err)
@@ -280,6 +303,7 @@ func (r *Runtime) CredentialDelete(ctx context.Context, p Principal, vaultRef, i
 		if res.RowsAffected == 0 {
 			return notFound("credential", id)
 		}
+		r.forgetOAuth(id)
 		return nil
 	}, vaultRef, id)
 }
@@ -306,6 +330,11 @@ func (r *Runtime) attacherFor(ctx context.Context, sessionID, url string) (credI
 	for _, c := range recs {
 		if c.ID != match.ID {
 			continue
+		}
+		if isOAuthType(c.Type) {
+			// Tokens are fetched, refreshed and attached per request (vault_oauth.go).
+			r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ?", c.ID).UpdateColumn("last_used_at", r.now())
+			return c.ID, r.oauthAttacher(c.ID), nil
 		}
 		secret, err := r.opts.Keys.Open(c.KeyID, c.Ciphertext, []byte(c.ID))
 		if err != nil {

@@ -88,11 +88,9 @@ func (f *fetcher) do(ctx context.Context, raw []byte, rec *Fetch) (wireResponse,
 	}
 	guestOnly := req.Header.Clone()
 	// The guest's request is fully copied out of its memory by now; the
-	// credential goes only onto this host-side request.
-	if f.credentials != nil {
-		f.credentials(req)
-	}
-	client := &http.Client{Transport: f.transport, CheckRedirect: f.checkRedirect(guestOnly)}
+	// credential goes only onto the host-side copy each hop sends, and a
+	// refreshable one is refreshed and sent again once after a 401.
+	client := &http.Client{Transport: &attachTransport{base: f.transport, attach: f.credentials}, CheckRedirect: f.checkRedirect(guestOnly)}
 	resp, err := client.Do(req)
 	if err != nil {
 		var refused *redirectError

@@ -3,6 +3,8 @@ package fn
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/subako/subako/runtime/vault"
 )
 
 // redirectError is a refused redirect hop; it reaches the guest as is.
@@ -27,10 +29,19 @@ func (f *fetcher) checkRedirect(guest http.Header) func(*http.Request, []*http.R
 			return &redirectError{fmt.Sprintf("http_fetch: redirect from %s to origin %s refused: %s is not granted to this function",
 				via[len(via)-1].URL.Redacted(), origin, origin)}
 		}
+		// The transport attaches this hop's own credential.
 		req.Header = guest.Clone()
-		if f.credentials != nil {
-			f.credentials(req)
-		}
 		return nil
 	}
+}
+
+// attachTransport attaches the session's credential for each hop's URL as
+// the hop is sent (vault.RoundTrip: refreshed and retried once on a 401).
+type attachTransport struct {
+	base   http.RoundTripper
+	attach func(*http.Request)
+}
+
+func (t *attachTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return vault.RoundTrip(t.base, req, t.attach)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/subako/subako/runtime/egress"
+	"github.com/subako/subako/runtime/vault"
 )
 
 // The kinds of failure, for errors.Is on an *Error.
@@ -92,11 +93,14 @@ func explain(rawURL string, hasCredential bool, err error) error {
 		netErr   *net.OpError
 		refused  *egress.RefusedError
 		tooLarge *tooLargeError
+		expired  *vault.ExpiredError
 	)
 	switch {
 	case errors.As(err, &tooLarge):
 		e.Kind, e.Detail = ErrTooLarge, fmt.Sprintf("sent an answer larger than %d bytes (%s), the most read from one answer (--mcp-max-response-bytes); it was dropped unread past that",
 			tooLarge.limit, sizeWords(tooLarge.limit))
+	case errors.As(err, &expired):
+		e.Kind, e.Detail = ErrCredentialRefused, "refused the credential: "+expired.Error()
 	case errors.As(err, &refused):
 		e.Kind, e.Detail = ErrEgressRefused, "is not reachable: "+refused.Error()
 	case errors.As(err, &status) && !hasCredential:

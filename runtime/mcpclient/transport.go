@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+
+	"github.com/subako/subako/runtime/vault"
 )
 
 // attachFunc is the runtime's way of putting a credential on a request.
@@ -31,11 +33,13 @@ func (t *attachTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.limit.over.Load() {
 		return nil, t.limit.err()
 	}
-	out := req.Clone(req.Context())
-	if f := t.attach.Load(); f != nil && *f != nil {
-		(*f)(out)
+	var attach attachFunc
+	if f := t.attach.Load(); f != nil {
+		attach = *f
 	}
-	resp, err := t.base.RoundTrip(out)
+	// vault.RoundTrip retries once after a 401 when the credential can be
+	// refreshed (OAuth), and fails naming the credential when it cannot.
+	resp, err := vault.RoundTrip(t.base, req, attach)
 	if err != nil {
 		return nil, err
 	}

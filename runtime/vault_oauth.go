@@ -1,0 +1,295 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/egress"
+	"github.com/subako/subako/runtime/oauth"
+	"github.com/subako/subako/runtime/vault"
+)
+
+// The OAuth credential types: a token the runtime obtains and keeps fresh
+// rather than a secret a person pastes.
+const (
+	CredentialOAuth             = "oauth"              // authorization code + PKCE, connected in the console
+	CredentialClientCredentials = "client_credentials" // machine to machine
+)
+
+func isOAuthType(t string) bool { return t == CredentialOAuth || t == CredentialClientCredentials }
+
+// refreshBefore is how long before its expiry an access token is replaced.
+const refreshBefore = 60 * time.Second
+
+// oauthState is the runtime's in-memory side of OAuth credentials: the
+// current access token of each credential (so a call does not open the
+// sealed row every time) and the refreshes in flight. Its zero value works.
+type oauthState struct {
+	once   sync.Once
+	client *oauth.Client
+	group  singleflight.Group
+	mu     sync.Mutex
+	tokens map[string]cachedToken // by credential id
+}
+
+type cachedToken struct {
+	access  string
+	version int64
+	expires time.Time // zero: the server did not say
+}
+
+func (r *Runtime) oauthClient() *oauth.Client {
+	r.oauth.once.Do(func() {
+		r.oauth.client = &oauth.Client{
+			HTTP: &http.Client{Transport: egress.Transport(r.opts.AllowPrivateEgress), Timeout: 30 * time.Second,
+				// An authorization server's answers are read where they are; a
+				// redirect would carry a client secret or a code elsewhere.
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+			Now: r.now,
+		}
+	})
+	return r.oauth.client
+}
+
+func (r *Runtime) cachedOAuth(id string) (cachedToken, bool) {
+	r.oauth.mu.Lock()
+	defer r.oauth.mu.Unlock()
+	t, ok := r.oauth.tokens[id]
+	return t, ok
+}
+
+func (r *Runtime) cacheOAuth(id string, t cachedToken) {
+	r.oauth.mu.Lock()
+	defer r.oauth.mu.Unlock()
+	if r.oauth.tokens == nil {
+		r.oauth.tokens = map[string]cachedToken{}
+	}
+	if old, ok := r.oauth.tokens[id]; !ok || old.version <= t.version {
+		r.oauth.tokens[id] = t
+	}
+}
+
+// forgetOAuth drops a credential's cached token: it was replaced or deleted.
+func (r *Runtime) forgetOAuth(id string) {
+	r.oauth.mu.Lock()
+	defer r.oauth.mu.Unlock()
+	delete(r.oauth.tokens, id)
+}
+
+func (t cachedToken) fresh(now time.Time) bool {
+	return t.access != "" && (t.expires.IsZero() || t.expires.Sub(now) > refreshBefore)
+}
+
+// oauthAttacher is attacherFor's branch for OAuth credentials: each request
+// gets the credential's current access token, refreshed first when it is
+// about to expire, or when the sender's previous try was refused (401) with
+// the version now newest.
+func (r *Runtime) oauthAttacher(credID string) func(*http.Request) {
+	return func(req *http.Request) {
+		a := vault.AttemptOf(req)
+		stale := int64(-1)
+		if a != nil {
+			a.Refreshable = true
+			if a.Retry {
+				stale = a.Version
+			}
+		}
+		tok, err := r.oauthToken(req.Context(), credID, stale)
+		if err != nil {
+			r.opts.Log.Warn("runtime: oauth credential", "credential", credID, "err", err)
+			if a != nil {
+				a.Err = err
+			}
+			return
+		}
+		if a != nil {
+			a.Version = tok.version
+			if a.Retry {
+				a.Expired = r.expiredError(req.Context(), credID, "the refreshed token was refused too")
+			}
+		}
+		vault.Apply(req, vault.Credential{Type: vault.TypeBearer}, tok.access)
+	}
+}
+
+// oauthToken returns a usable access token for the credential: the cached
+// one while it is fresh and not the stale version a 401 refused, else one
+// refresh, coalesced with any other refresh of the credential in this
+// process and compare-and-swapped on the row's version across processes.
+func (r *Runtime) oauthToken(ctx context.Context, credID string, stale int64) (cachedToken, error) {
+	if t, ok := r.cachedOAuth(credID); ok && t.version != stale && t.fresh(r.now()) {
+		return t, nil
+	}
+	// The refresh outlives a caller that gives up, so the others waiting on
+	// it, and the rotated refresh token, are not lost with it.
+	v, err, _ := r.oauth.group.Do(credID, func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return r.refreshOAuth(rctx, credID, stale)
+	})
+	if err != nil {
+		return cachedToken{}, err
+	}
+	return v.(cachedToken), nil
+}
+
+func (r *Runtime) loadOAuth(ctx context.Context, credID string) (models.Credential, oauth.Settings, oauth.Secrets, error) {
+	var rec models.Credential
+	var s oauth.Settings
+	var sec oauth.Secrets
+	if err := r.db.WithContext(ctx).First(&rec, "id = ?", credID).Error; err != nil {
+		return rec, s, sec, fmt.Errorf("runtime: load oauth credential %s: %w", credID, err)
+	}
+	if err := json.Unmarshal([]byte(rec.OAuth), &s); err != nil {
+		return rec, s, sec, fmt.Errorf("runtime: oauth credential %s settings: %w", credID, err)
+	}
+	plain, err := r.opts.Keys.Open(rec.KeyID, rec.Ciphertext, []byte(rec.ID))
+	if err != nil {
+		return rec, s, sec, fmt.Errorf("runtime: open credential %s: %w", rec.ID, err)
+	}
+	if err := json.Unmarshal(plain, &sec); err != nil {
+		return rec, s, sec, fmt.Errorf("runtime: oauth credential %s: sealed tokens unreadable", rec.ID)
+	}
+	return rec, s, sec, nil
+}
+
+func tokenOf(rec models.Credential, sec oauth.Secrets) cachedToken {
+	t := cachedToken{access: sec.AccessToken, version: rec.Version}
+	if rec.ExpiresAt != nil {
+		t.expires = *rec.ExpiresAt
+	}
+	return t
+}
+
+func (r *Runtime) refreshOAuth(ctx context.Context, credID string, stale int64) (cachedToken, error) {
+	rec, s, sec, err := r.loadOAuth(ctx, credID)
+	if err != nil {
+		return cachedToken{}, err
+	}
+	if rec.Status == models.CredentialNeedsReconnect {
+		r.forgetOAuth(credID)
+		return cachedToken{}, r.expiredError(ctx, credID, rec.StatusDetail)
+	}
+	// Another process, or the refresh this one just finished, may already
+	// have replaced the token the caller holds.
+	if cur := tokenOf(rec, sec); rec.Version != stale && cur.fresh(r.now()) {
+		r.cacheOAuth(credID, cur)
+		return cur, nil
+	}
+	var tok oauth.Token
+	switch {
+	case s.Grant == oauth.GrantClientCredentials:
+		tok, err = r.oauthClient().ClientCredentials(ctx, s, sec.ClientSecret)
+	case sec.RefreshToken == "":
+		err = &oauth.Error{Step: "refresh", URL: s.TokenURL, Description: "the authorization server issued no refresh token"}
+	default:
+		tok, err = r.oauthClient().Refresh(ctx, s, sec.ClientSecret, sec.RefreshToken)
+	}
+	if err != nil {
+		return r.refreshFailed(ctx, rec, sec, err)
+	}
+	next := oauth.Secrets{AccessToken: tok.AccessToken, RefreshToken: sec.RefreshToken, ClientSecret: sec.ClientSecret}
+	if tok.RefreshToken != "" {
+		next.RefreshToken = tok.RefreshToken // rotation: the old one is spent
+	}
+	saved, err := r.swapTokens(ctx, rec, next, tok.ExpiresAt)
+	if err != nil {
+		return cachedToken{}, err
+	}
+	if !saved {
+		// Another process refreshed first; its token is the one to use.
+		return r.reloadOAuth(ctx, credID)
+	}
+	t := cachedToken{access: tok.AccessToken, version: rec.Version + 1, expires: tok.ExpiresAt}
+	r.cacheOAuth(credID, t)
+	return t, nil
+}
+
+// refreshFailed decides what a failed refresh means. A refused grant marks
+// the credential as needing a person, unless another process refreshed it
+// meanwhile; a network failure keeps the token that is still valid, if any.
+func (r *Runtime) refreshFailed(ctx context.Context, rec models.Credential, sec oauth.Secrets, err error) (cachedToken, error) {
+	var oe *oauth.Error
+	if errors.As(err, &oe) && oe.Permanent() {
+		reason := "the authorization server refused the refresh: " + oe.Error()
+		res := r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ? AND version = ?", rec.ID, rec.Version).
+			Updates(map[string]any{"status": models.CredentialNeedsReconnect, "status_detail": truncate(reason, 500), "version": rec.Version + 1})
+		if res.Error == nil && res.RowsAffected == 0 {
+			return r.reloadOAuth(ctx, rec.ID)
+		}
+		r.forgetOAuth(rec.ID)
+		r.opts.Log.Warn("runtime: oauth credential needs reconnecting", "credential", rec.ID, "err", oe)
+		return cachedToken{}, r.expiredError(ctx, rec.ID, reason)
+	}
+	if cur := tokenOf(rec, sec); cur.access != "" && (cur.expires.IsZero() || r.now().Before(cur.expires)) {
+		r.opts.Log.Warn("runtime: oauth refresh failed; the current token is still valid", "credential", rec.ID, "err", err)
+		return cur, nil
+	}
+	return cachedToken{}, fmt.Errorf("runtime: refresh oauth credential %s: %w", rec.ID, err)
+}
+
+func (r *Runtime) reloadOAuth(ctx context.Context, credID string) (cachedToken, error) {
+	rec, _, sec, err := r.loadOAuth(ctx, credID)
+	if err != nil {
+		return cachedToken{}, err
+	}
+	if rec.Status == models.CredentialNeedsReconnect {
+		return cachedToken{}, r.expiredError(ctx, credID, rec.StatusDetail)
+	}
+	t := tokenOf(rec, sec)
+	r.cacheOAuth(credID, t)
+	return t, nil
+}
+
+// swapTokens seals the new tokens into the row if its version is still the
+// one they were refreshed from; saved is false when another refresh won.
+func (r *Runtime) swapTokens(ctx context.Context, rec models.Credential, next oauth.Secrets, expires time.Time) (saved bool, err error) {
+	plain, _ := json.Marshal(next)
+	keyID, ct, err := r.opts.Keys.Seal(plain, []byte(rec.ID))
+	if err != nil {
+		return false, fmt.Errorf("runtime: seal credential: %w", err)
+	}
+	now := r.now()
+	var exp *time.Time
+	if !expires.IsZero() {
+		exp = &expires
+	}
+	res := r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ? AND version = ?", rec.ID, rec.Version).
+		Updates(map[string]any{"key_id": keyID, "ciphertext": ct, "version": rec.Version + 1, "expires_at": exp,
+			"refreshed_at": now, "status": models.CredentialConnected, "status_detail": ""})
+	if res.Error != nil {
+		return false, fmt.Errorf("runtime: store refreshed credential %s: %w", rec.ID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// expiredError names the vault and prefix of a credential a person must reconnect.
+func (r *Runtime) expiredError(ctx context.Context, credID, reason string) error {
+	var row struct {
+		Prefix string
+		Name   string
+	}
+	r.db.WithContext(ctx).Table("credentials").Select("credentials.prefix, vaults.name").
+		Joins("JOIN vaults ON vaults.id = credentials.vault_id").Where("credentials.id = ?", credID).Scan(&row)
+	return &vault.ExpiredError{Vault: row.Name, Prefix: row.Prefix, Reason: reason}
+}
+
+// oauthView adds what a page may know of an OAuth credential: its state,
+// expiry and settings, never a token or secret.
+func oauthView(v *CredentialView, c models.Credential) {
+	if !isOAuthType(c.Type) {
+		return
+	}
+	var s oauth.Settings
+	_ = json.Unmarshal([]byte(c.OAuth), &s)
+	v.Status, v.StatusDetail, v.ExpiresAt, v.RefreshedAt = c.Status, c.StatusDetail, c.ExpiresAt, c.RefreshedAt
+	v.TokenURL, v.ClientID, v.Scopes, v.Issuer, v.Registration = s.TokenURL, s.ClientID, s.Scopes, s.Issuer, s.Registration
+}
