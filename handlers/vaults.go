@@ -65,6 +65,10 @@ func fieldErrors(e *runtime.Error) (map[string]string, string) {
 }
 
 func (h *Handlers) vaultPage(c echo.Context, status int, ref string, f pages.CredentialForm) error {
+	return h.vaultPageWith(c, status, ref, f, pages.OAuthForm{})
+}
+
+func (h *Handlers) vaultPageWith(c echo.Context, status int, ref string, f pages.CredentialForm, of pages.OAuthForm) error {
 	p := principal(c)
 	v, err := h.RT.VaultGet(ctx(c), p, ref)
 	if err != nil {
@@ -72,7 +76,7 @@ func (h *Handlers) vaultPage(c echo.Context, status int, ref string, f pages.Cre
 	}
 	d := pages.VaultDetail{ID: v.ID, Name: v.Name, Description: v.Description, Created: isoTime(v.CreatedAt), Form: f,
 		CanSet: p.Can("Credential.set"), CanDeleteCredential: p.Can("Credential.delete"), CanDelete: p.Can("Vault.delete"),
-		DeleteRefusal: h.RT.VaultDeleteRefusal(ctx(c), p, v.ID)}
+		DeleteRefusal: h.RT.VaultDeleteRefusal(ctx(c), p, v.ID), OAuth: of, RedirectURI: h.oauthRedirectURI()}
 	if d.Form.Type == "" {
 		d.Form.Type = "bearer"
 	}
@@ -80,6 +84,7 @@ func (h *Handlers) vaultPage(c echo.Context, status int, ref string, f pages.Cre
 		d.Credentials = append(d.Credentials, pages.CredentialRow{ID: cr.ID, Prefix: cr.Prefix, Type: cr.Type,
 			HeaderName: cr.HeaderName, Username: cr.Username, SecretSet: cr.SecretSet,
 			Updated: isoTime(cr.UpdatedAt), LastUsed: isoTimePtr(cr.LastUsedAt)})
+		oauthRow(&d.Credentials[len(d.Credentials)-1], cr)
 	}
 	return render(c, status, pages.VaultPage(h.shell(c, v.Name, "vaults"), d))
 }
@@ -95,6 +100,9 @@ func (h *Handlers) Vault(c echo.Context) error {
 func (h *Handlers) SetCredential(c echo.Context) error {
 	in := runtime.CredentialInput{Vault: c.Param("vault"), Prefix: c.FormValue("prefix"), Type: c.FormValue("type"),
 		HeaderName: c.FormValue("header_name"), Username: c.FormValue("username"), Secret: c.FormValue("secret")}
+	if in.Type == runtime.CredentialClientCredentials {
+		in.TokenURL, in.ClientID, in.Scopes = c.FormValue("token_url"), c.FormValue("client_id"), c.FormValue("scopes")
+	}
 	// The form shows both optional fields; only the one the type uses is sent on.
 	if in.Type != "header" {
 		in.HeaderName = ""
@@ -104,7 +112,8 @@ func (h *Handlers) SetCredential(c echo.Context) error {
 	}
 	cr, err := h.RT.CredentialSet(ctx(c), principal(c), in)
 	if e, ok := runtime.AsError(err); ok && (e.Kind == runtime.KindInvalid || e.Kind == runtime.KindConflict) {
-		f := pages.CredentialForm{Prefix: in.Prefix, Type: in.Type, HeaderName: c.FormValue("header_name"), Username: c.FormValue("username")}
+		f := pages.CredentialForm{Prefix: in.Prefix, Type: in.Type, HeaderName: c.FormValue("header_name"), Username: c.FormValue("username"),
+			TokenURL: c.FormValue("token_url"), ClientID: c.FormValue("client_id"), Scopes: c.FormValue("scopes")}
 		f.Errors, f.Error = fieldErrors(e)
 		return h.vaultPage(c, statusOf(e.Kind), in.Vault, f)
 	}

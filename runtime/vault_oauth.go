@@ -169,22 +169,56 @@ func tokenOf(rec models.Credential, sec oauth.Secrets) cachedToken {
 	return t
 }
 
+// refreshOAuth replaces a credential's access token. Across processes
+// sharing the database, a refresh is claimed first by moving the row's
+// version from v to v+1 (compare-and-swap); the claimer writes the result
+// as v+2, and anyone who lost the claim waits for that instead of spending
+// the same refresh token, which a rotating server would then refuse.
 func (r *Runtime) refreshOAuth(ctx context.Context, credID string, stale int64) (cachedToken, error) {
-	rec, s, sec, err := r.loadOAuth(ctx, credID)
-	if err != nil {
-		return cachedToken{}, err
+	deadline := r.now().Add(claimWait)
+	for {
+		rec, s, sec, err := r.loadOAuth(ctx, credID)
+		if err != nil {
+			return cachedToken{}, err
+		}
+		if rec.Status == models.CredentialNeedsReconnect {
+			r.forgetOAuth(credID)
+			return cachedToken{}, r.expiredError(ctx, credID, rec.StatusDetail)
+		}
+		// Another process, or the refresh this one just finished, may already
+		// have replaced the token the caller holds.
+		if cur := tokenOf(rec, sec); rec.Version != stale && rec.Version%2 == 0 && cur.fresh(r.now()) {
+			r.cacheOAuth(credID, cur)
+			return cur, nil
+		}
+		if rec.Version%2 == 1 && r.now().Before(deadline) {
+			// Claimed by another refresh: wait for its result.
+			select {
+			case <-ctx.Done():
+				return cachedToken{}, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		claimed, err := r.casCredential(ctx, rec.ID, rec.Version, map[string]any{"version": rec.Version + 1 + rec.Version%2})
+		if err != nil {
+			return cachedToken{}, err
+		}
+		if !claimed {
+			continue
+		}
+		rec.Version += 1 + rec.Version%2
+		return r.refreshClaimed(ctx, rec, s, sec)
 	}
-	if rec.Status == models.CredentialNeedsReconnect {
-		r.forgetOAuth(credID)
-		return cachedToken{}, r.expiredError(ctx, credID, rec.StatusDetail)
-	}
-	// Another process, or the refresh this one just finished, may already
-	// have replaced the token the caller holds.
-	if cur := tokenOf(rec, sec); rec.Version != stale && cur.fresh(r.now()) {
-		r.cacheOAuth(credID, cur)
-		return cur, nil
-	}
+}
+
+// claimWait is how long a refresh waits for another process's refresh of
+// the same credential before claiming it itself (that one died).
+const claimWait = 10 * time.Second
+
+func (r *Runtime) refreshClaimed(ctx context.Context, rec models.Credential, s oauth.Settings, sec oauth.Secrets) (cachedToken, error) {
 	var tok oauth.Token
+	var err error
 	switch {
 	case s.Grant == oauth.GrantClientCredentials:
 		tok, err = r.oauthClient().ClientCredentials(ctx, s, sec.ClientSecret)
@@ -200,37 +234,50 @@ func (r *Runtime) refreshOAuth(ctx context.Context, credID string, stale int64) 
 	if tok.RefreshToken != "" {
 		next.RefreshToken = tok.RefreshToken // rotation: the old one is spent
 	}
-	saved, err := r.swapTokens(ctx, rec, next, tok.ExpiresAt)
+	plain, _ := json.Marshal(next)
+	keyID, ct, err := r.opts.Keys.Seal(plain, []byte(rec.ID))
+	if err != nil {
+		return cachedToken{}, fmt.Errorf("runtime: seal credential: %w", err)
+	}
+	var exp *time.Time
+	if !tok.ExpiresAt.IsZero() {
+		exp = &tok.ExpiresAt
+	}
+	saved, err := r.casCredential(ctx, rec.ID, rec.Version, map[string]any{"key_id": keyID, "ciphertext": ct, "version": rec.Version + 1,
+		"expires_at": exp, "refreshed_at": r.now(), "status": models.CredentialConnected, "status_detail": ""})
 	if err != nil {
 		return cachedToken{}, err
 	}
 	if !saved {
-		// Another process refreshed first; its token is the one to use.
-		return r.reloadOAuth(ctx, credID)
+		// Replaced meanwhile (reconnected, or claimed after our claim timed
+		// out): the row's token is the one to use.
+		return r.reloadOAuth(ctx, rec.ID)
 	}
 	t := cachedToken{access: tok.AccessToken, version: rec.Version + 1, expires: tok.ExpiresAt}
-	r.cacheOAuth(credID, t)
+	r.cacheOAuth(rec.ID, t)
 	return t, nil
 }
 
 // refreshFailed decides what a failed refresh means. A refused grant marks
-// the credential as needing a person, unless another process refreshed it
-// meanwhile; a network failure keeps the token that is still valid, if any.
+// the credential as needing a person; a network failure releases the claim
+// and keeps the token that is still valid, if any.
 func (r *Runtime) refreshFailed(ctx context.Context, rec models.Credential, sec oauth.Secrets, err error) (cachedToken, error) {
 	var oe *oauth.Error
 	if errors.As(err, &oe) && oe.Permanent() {
 		reason := "the authorization server refused the refresh: " + oe.Error()
-		res := r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ? AND version = ?", rec.ID, rec.Version).
-			Updates(map[string]any{"status": models.CredentialNeedsReconnect, "status_detail": truncate(reason, 500), "version": rec.Version + 1})
-		if res.Error == nil && res.RowsAffected == 0 {
+		saved, cerr := r.casCredential(ctx, rec.ID, rec.Version, map[string]any{"status": models.CredentialNeedsReconnect,
+			"status_detail": truncate(reason, 500), "version": rec.Version + 1})
+		if cerr == nil && !saved {
 			return r.reloadOAuth(ctx, rec.ID)
 		}
 		r.forgetOAuth(rec.ID)
 		r.opts.Log.Warn("runtime: oauth credential needs reconnecting", "credential", rec.ID, "err", oe)
 		return cachedToken{}, r.expiredError(ctx, rec.ID, reason)
 	}
+	_, _ = r.casCredential(ctx, rec.ID, rec.Version, map[string]any{"version": rec.Version + 1})
 	if cur := tokenOf(rec, sec); cur.access != "" && (cur.expires.IsZero() || r.now().Before(cur.expires)) {
 		r.opts.Log.Warn("runtime: oauth refresh failed; the current token is still valid", "credential", rec.ID, "err", err)
+		cur.version = rec.Version + 1
 		return cur, nil
 	}
 	return cachedToken{}, fmt.Errorf("runtime: refresh oauth credential %s: %w", rec.ID, err)
@@ -249,24 +296,11 @@ func (r *Runtime) reloadOAuth(ctx context.Context, credID string) (cachedToken, 
 	return t, nil
 }
 
-// swapTokens seals the new tokens into the row if its version is still the
-// one they were refreshed from; saved is false when another refresh won.
-func (r *Runtime) swapTokens(ctx context.Context, rec models.Credential, next oauth.Secrets, expires time.Time) (saved bool, err error) {
-	plain, _ := json.Marshal(next)
-	keyID, ct, err := r.opts.Keys.Seal(plain, []byte(rec.ID))
-	if err != nil {
-		return false, fmt.Errorf("runtime: seal credential: %w", err)
-	}
-	now := r.now()
-	var exp *time.Time
-	if !expires.IsZero() {
-		exp = &expires
-	}
-	res := r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ? AND version = ?", rec.ID, rec.Version).
-		Updates(map[string]any{"key_id": keyID, "ciphertext": ct, "version": rec.Version + 1, "expires_at": exp,
-			"refreshed_at": now, "status": models.CredentialConnected, "status_detail": ""})
+// casCredential updates the row only if its version is still version.
+func (r *Runtime) casCredential(ctx context.Context, id string, version int64, set map[string]any) (bool, error) {
+	res := r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ? AND version = ?", id, version).Updates(set)
 	if res.Error != nil {
-		return false, fmt.Errorf("runtime: store refreshed credential %s: %w", rec.ID, res.Error)
+		return false, fmt.Errorf("runtime: update oauth credential %s: %w", id, res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }

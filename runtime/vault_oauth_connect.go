@@ -98,7 +98,19 @@ func (r *Runtime) OAuthConnectStart(ctx context.Context, p Principal, webSession
 			s.Scopes = strings.Join(md.ScopesSupported, " ")
 		}
 		secret := in.ClientSecret
-		if clientID == "" {
+		prev, prevSecret := r.previousClient(ctx, v.ID, prefix)
+		switch {
+		case clientID == "" && prev.Registration == "dynamic" && prev.Issuer == md.Issuer && prev.RedirectURI == redirectURI:
+			// Reconnecting: the client registered last time is still ours.
+			secret = prevSecret
+			s.ClientID, s.AuthMethod, s.Registration = prev.ClientID, prev.AuthMethod, "dynamic"
+		case clientID != "" && secret == "" && prev.ClientID == clientID:
+			// Reconnecting a client entered by hand: its secret was kept sealed.
+			secret = prevSecret
+		}
+		switch {
+		case s.Registration == "dynamic":
+		case clientID == "":
 			if md.RegistrationEndpoint == "" {
 				return invalid("client_id", "client_id_required", fmt.Sprintf(
 					"the authorization server %s does not offer dynamic client registration: register Subako there with the redirect URI %s and enter its client id (and secret)",
@@ -109,7 +121,7 @@ func (r *Runtime) OAuthConnectStart(ctx context.Context, p Principal, webSession
 				return invalid("client_id", "oauth_registration_failed", err.Error())
 			}
 			s.ClientID, secret, s.AuthMethod, s.Registration = reg.ClientID, reg.ClientSecret, reg.AuthMethod, "dynamic"
-		} else {
+		default:
 			s.ClientID, s.AuthMethod, s.Registration = clientID, oauth.AuthMethodFor(secret, md.AuthMethods), "manual"
 		}
 		verifier, challenge := oauth.NewVerifier()
@@ -277,7 +289,9 @@ func (r *Runtime) writeOAuth(ctx context.Context, vaultID, prefix, typ string, s
 	settings, _ := json.Marshal(s)
 	now := r.now()
 	rec.Type, rec.HeaderName, rec.Username, rec.OAuth = typ, "", "", string(settings)
-	rec.Status, rec.StatusDetail, rec.UpdatedAt, rec.RefreshedAt, rec.Version = models.CredentialConnected, "", now, &now, rec.Version+1
+	rec.Status, rec.StatusDetail, rec.UpdatedAt, rec.RefreshedAt = models.CredentialConnected, "", now, &now
+	// The next even version: an odd one is a refresh's claim (vault_oauth.go), which then fails its swap.
+	rec.Version += 2 - rec.Version%2
 	rec.ExpiresAt = nil
 	if !expires.IsZero() {
 		rec.ExpiresAt = &expires
@@ -291,4 +305,18 @@ func (r *Runtime) writeOAuth(ctx context.Context, vaultID, prefix, typ string, s
 		return rec, db.Create(&rec).Error
 	}
 	return rec, db.Save(&rec).Error
+}
+
+// previousClient is the client of the prefix's current OAuth credential, if
+// any, with its sealed secret: a reconnect keeps using it.
+func (r *Runtime) previousClient(ctx context.Context, vaultID, prefix string) (oauth.Settings, string) {
+	var rec models.Credential
+	if r.db.WithContext(ctx).First(&rec, "vault_id = ? AND prefix = ? AND type = ?", vaultID, prefix, CredentialOAuth).Error != nil {
+		return oauth.Settings{}, ""
+	}
+	_, s, sec, err := r.loadOAuth(ctx, rec.ID)
+	if err != nil {
+		return oauth.Settings{}, ""
+	}
+	return s, sec.ClientSecret
 }

@@ -192,6 +192,10 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.POST("/vaults/:vault/credentials", h.SetCredential)
 	con.POST("/vaults/:vault/credentials/:credential/delete", h.DeleteCredential)
 	con.POST("/vaults/:vault/delete", h.DeleteVault)
+	con.POST("/vaults/:vault/oauth/connect", h.ConnectOAuth)
+	// OAuth's redirect back is a GET that finishes a connection; its state is
+	// single-use and bound to the browser's session (runtime/vault_oauth_connect.go).
+	con.GET("/vaults/oauth/callback", h.OAuthCallback)
 	con.GET("/usage", h.Usage)
 	con.GET("/usage.csv", h.UsageCSV)
 

@@ -84,6 +84,9 @@ func (c *Client) Discover(ctx context.Context, resource string) (Metadata, error
 		}
 		issuer = prm.AuthorizationServers[0]
 		md.ScopesSupported = prm.ScopesSupported
+		if prm.Resource != "" {
+			md.Resource = prm.Resource // the identifier the server expects in `resource`
+		}
 	}
 	sm, err := c.serverMetadata(ctx, issuer)
 	if err != nil {
