@@ -125,8 +125,8 @@ func (h *Handlers) APIActionList(c echo.Context) error {
 	if err := (&echo.DefaultBinder{}).BindQueryParams(c, &f); err != nil {
 		return &runtime.Error{Kind: runtime.KindInvalid, Code: "invalid_query", Title: "Invalid query", Detail: err.Error()}
 	}
-	out, err := h.RT.ActionList(ctx(c), principal(c), f)
-	return answer(c, http.StatusOK, out, err)
+	pg, err := h.RT.ActionListPage(ctx(c), principal(c), f)
+	return answerList(c, pg.Items, pg.PageLinks, err)
 }
 
 // APIAgentList is Agent.list.

@@ -24,7 +24,7 @@ import (
 func queueFilter(c echo.Context) (runtime.QueueFilter, error) {
 	q := c.QueryParams()
 	f := runtime.QueueFilter{State: q.Get("state"), Agent: q.Get("agent"), Session: q.Get("session"), Grant: q.Get("grant"),
-		Tool: q.Get("tool"), Q: q.Get("q"), Order: q.Get("order"), Approval: q.Get("approval")}
+		Tool: q.Get("tool"), Q: q.Get("q"), Order: q.Get("order"), Approval: q.Get("approval"), Cursor: q.Get("cursor")}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil {
@@ -59,7 +59,7 @@ func withQuery(path, query string) string {
 // pendingFilter is the queue page's filter: it always shows what waits.
 func pendingFilter(c echo.Context) (runtime.QueueFilter, error) {
 	f, err := queueFilter(c)
-	f.State, f.Q, f.Limit = runtime.ApprovalPending, "", 0
+	f.State, f.Q, f.Limit, f.Cursor = runtime.ApprovalPending, "", 0, ""
 	return f, err
 }
 
@@ -146,12 +146,17 @@ func (h *Handlers) ApprovalHistory(c echo.Context) error {
 	if f.State == "" || f.State == runtime.ApprovalPending {
 		f.State = runtime.ApprovalDecided
 	}
-	f.Limit = 100
+	f.Limit = runtime.PageSize
 	q, err := h.RT.ApprovalQueue(ctx(c), principal(c), f)
 	if err != nil {
 		return err
 	}
 	v := pages.ApprovalHistoryView{Q: f.Q, State: f.State, Pending: q.Pending, Limit: f.Limit}
+	links := filterValues(f)
+	links.Set("q", f.Q)
+	links.Set("state", f.State)
+	pg := pagerOf("/approvals/history", links, f.Cursor, q.Links)
+	v.Newer, v.Older = pg.Newer, pg.Older
 	for _, it := range q.Items {
 		v.Items = append(v.Items, approvalItem(it))
 	}

@@ -40,24 +40,24 @@ func (h *Handlers) Audit(c echo.Context) error {
 	// the page shows them only when asked.
 	reads := c.QueryParam("reads") == "on"
 	f := runtime.ActionFilter{Verb: c.QueryParam("verb"), By: c.QueryParam("by"), Verdict: c.QueryParam("verdict"),
-		Before: c.QueryParam("before"), Limit: 50, Changes: !reads && c.QueryParam("verb") == ""}
-	acts, err := h.RT.ActionList(ctx(c), p, f)
+		Before: c.QueryParam("before"), Cursor: c.QueryParam("cursor"), Limit: runtime.PageSize, Changes: !reads && c.QueryParam("verb") == ""}
+	list, err := h.RT.ActionListPage(ctx(c), p, f)
 	if err != nil {
 		return err
 	}
+	acts := list.Items
 	view := pages.AuditFilter{Verb: f.Verb, By: f.By, Verdict: f.Verdict, Reads: reads}
 	if people, err := h.RT.UserList(ctx(c), p); err == nil {
 		for _, u := range people {
 			view.People = append(view.People, u.Email)
 		}
 	}
-	if len(acts) == f.Limit {
-		q := url.Values{"verb": {f.Verb}, "by": {f.By}, "verdict": {f.Verdict}, "before": {acts[len(acts)-1].ID}}
-		if reads {
-			q.Set("reads", "on")
-		}
-		view.Next = "/audit?" + q.Encode()
+	q := url.Values{"verb": {f.Verb}, "by": {f.By}, "verdict": {f.Verdict}}
+	if reads {
+		q.Set("reads", "on")
 	}
+	pg := pagerOf("/audit", q, f.Cursor+f.Before, list.PageLinks)
+	view.Newer, view.Next = pg.Newer, pg.Older
 	return render(c, http.StatusOK, pages.AuditPage(h.shell(c, "Audit", "audit"), view, actionRows(acts)))
 }
 

@@ -92,17 +92,29 @@ func (m *MCP) sweep() {
 // means nothing on another's URL.
 func (m *MCP) Serve(c echo.Context) error {
 	id := c.Param("session")
-	// A session token reaches its own session only; the verbs inside are recorded.
-	if err := m.h.RT.AuthorizeSession(ctx(c), principal(c), id); err != nil {
-		if e, ok := runtime.AsError(err); ok && e.Code == "session_ended" {
-			// The ended event may have been missed by a slow subscriber.
-			m.forget(id)
+	p := principal(c)
+	// A session token reaches its own session only; the verbs inside are
+	// recorded. Its own session's token was found active by the bearer check
+	// of this very request, so only others (people's tokens) read the session.
+	if p.Kind != runtime.PrincipalSession || p.SessionID != id || !p.Can("Session.get") {
+		if err := m.h.RT.AuthorizeSession(ctx(c), p, id); err != nil {
+			if e, ok := runtime.AsError(err); ok && e.Code == "session_ended" {
+				// The ended event may have been missed by a slow subscriber.
+				m.forget(id)
+			}
+			return err
 		}
-		return err
 	}
-	m.endpoint(id).handler.ServeHTTP(c.Response(), c.Request())
+	// The SDK's bearer check asks verify again: hand it who this request's
+	// token already resolved to rather than resolve it twice.
+	req := c.Request()
+	req = req.WithContext(context.WithValue(req.Context(), verifiedKey{}, p))
+	m.endpoint(id).handler.ServeHTTP(c.Response(), req)
 	return nil
 }
+
+// verifiedKey carries the Principal RequireBearer resolved for a request.
+type verifiedKey struct{}
 
 func (m *MCP) endpoint(session string) *mcpSession {
 	m.mu.Lock()
@@ -140,14 +152,19 @@ func (m *MCP) forget(session string) {
 	}
 }
 
-// verify resolves the bearer token of each HTTP request again. The UserID it
+// verify is who the bearer token of each HTTP request is (RequireBearer
+// resolved it for this very request, through the runtime's token cache,
+// which a revocation empties at once). The UserID it
 // returns binds an MCP session to the principal that opened it (the SDK
 // answers 403 to anyone else presenting its id); the Principal itself rides
 // along to the message handlers.
-func (m *MCP) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	p, err := m.h.RT.Authenticate(ctx, token)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+func (m *MCP) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	p, ok := r.Context().Value(verifiedKey{}).(runtime.Principal)
+	if !ok {
+		var err error
+		if p, err = m.h.RT.Authenticate(ctx, token); err != nil {
+			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+		}
 	}
 	return &auth.TokenInfo{
 		UserID: string(p.Kind) + ":" + p.ID,

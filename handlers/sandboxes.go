@@ -18,8 +18,13 @@ import (
 
 // APISandboxList is Sandbox.list.
 func (h *Handlers) APISandboxList(c echo.Context) error {
-	out, err := h.RT.SandboxList(ctx(c), principal(c), runtime.SandboxFilter{Session: c.QueryParam("session")})
-	return answer(c, http.StatusOK, out, err)
+	limit, err := queryLimit(c)
+	if err != nil {
+		return err
+	}
+	f := runtime.SandboxFilter{Session: c.QueryParam("session"), Cursor: c.QueryParam("cursor"), Limit: limit}
+	pg, err := h.RT.SandboxListPage(ctx(c), principal(c), f, 500)
+	return answerList(c, pg.Items, pg.PageLinks, err)
 }
 
 // APISandboxGet is Sandbox.get.
@@ -97,11 +102,12 @@ func (h *Handlers) DownloadArchive(c echo.Context) error {
 
 // Sandboxes lists every session's sandboxes.
 func (h *Handlers) Sandboxes(c echo.Context) error {
-	t, err := h.sandboxTable(c, principal(c), runtime.SandboxFilter{})
+	f := runtime.SandboxFilter{Cursor: c.QueryParam("cursor")}
+	t, err := h.sandboxTable(c, principal(c), f)
 	if err != nil {
 		return err
 	}
-	v := pages.SandboxesView{EventsURL: sandboxEventsURL(c, t, ""), Table: t}
+	v := pages.SandboxesView{EventsURL: sandboxEventsURL(c, t, f), Table: t}
 	return render(c, http.StatusOK, pages.SandboxesPage(h.shell(c, "Sandboxes", "sandboxes"), v))
 }
 
@@ -111,11 +117,12 @@ func (h *Handlers) SessionSandboxes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := h.sandboxTable(c, principal(c), runtime.SandboxFilter{Session: s.ID})
+	f := runtime.SandboxFilter{Session: s.ID, Cursor: c.QueryParam("cursor")}
+	t, err := h.sandboxTable(c, principal(c), f)
 	if err != nil {
 		return err
 	}
-	v := pages.SandboxesView{SessionID: s.ID, SessionTitle: s.Title, Table: t, EventsURL: sandboxEventsURL(c, t, s.ID)}
+	v := pages.SandboxesView{SessionID: s.ID, SessionTitle: s.Title, Table: t, EventsURL: sandboxEventsURL(c, t, f)}
 	title := s.Title
 	if title == "" {
 		title = s.ID
@@ -134,11 +141,14 @@ func (h *Handlers) DeleteArchive(c echo.Context) error {
 }
 
 // sandboxEventsURL is the stream of the table t (one session's, or every
-// session's when session is ""), starting from what t shows.
-func sandboxEventsURL(c echo.Context, t pages.SandboxTable, session string) string {
+// session's when f.Session is "", the page at f.Cursor), starting from what t shows.
+func sandboxEventsURL(c echo.Context, t pages.SandboxTable, f runtime.SandboxFilter) string {
 	q := url.Values{"seen": {liveSeen(ctx(c), map[string]templ.Component{"sandboxes": pages.SandboxTableView(t)})}}
-	if session != "" {
-		q.Set("session", session)
+	if f.Session != "" {
+		q.Set("session", f.Session)
+	}
+	if f.Cursor != "" {
+		q.Set("cursor", f.Cursor)
 	}
 	return "/sandboxes/events?" + q.Encode()
 }
@@ -148,7 +158,7 @@ func sandboxEventsURL(c echo.Context, t pages.SandboxTable, session string) stri
 // Each update re-reads the person's browser session, so a person removed or
 // signed out stops receiving at the next change.
 func (h *Handlers) SandboxEvents(c echo.Context) error {
-	f := runtime.SandboxFilter{Session: c.QueryParam("session")}
+	f := runtime.SandboxFilter{Session: c.QueryParam("session"), Cursor: c.QueryParam("cursor")}
 	t, err := h.sandboxTable(c, principal(c), f)
 	if err != nil {
 		return err
@@ -188,7 +198,7 @@ func (h *Handlers) SandboxEvents(c echo.Context) error {
 }
 
 func (h *Handlers) sandboxTable(c echo.Context, p runtime.Principal, f runtime.SandboxFilter) (pages.SandboxTable, error) {
-	list, err := h.RT.SandboxList(ctx(c), p, f)
+	list, err := h.RT.SandboxListPage(ctx(c), p, f, runtime.PageSize)
 	if err != nil {
 		return pages.SandboxTable{}, err
 	}
@@ -196,7 +206,9 @@ func (h *Handlers) sandboxTable(c echo.Context, p runtime.Principal, f runtime.S
 	if f.Session != "" {
 		t.Back = "/sessions/" + f.Session + "/sandboxes"
 	}
-	for _, s := range list {
+	pg := pagerOf(t.Back, nil, f.Cursor, list.PageLinks)
+	t.Newer, t.Older = pg.Newer, pg.Older
+	for _, s := range list.Items {
 		t.Rows = append(t.Rows, sandboxRow(s, p))
 	}
 	return t, nil

@@ -27,13 +27,15 @@ func (h *Handlers) Sessions(c echo.Context) error {
 
 func (h *Handlers) sessionsPage(c echo.Context, status int, f pages.SessionForm) error {
 	p := principal(c)
-	ss, err := h.RT.SessionList(ctx(c), p, runtime.SessionFilter{})
+	cursor := c.QueryParam("cursor")
+	list, err := h.RT.SessionListPage(ctx(c), p, runtime.SessionFilter{Cursor: cursor}, runtime.PageSize)
 	if err != nil {
 		return err
 	}
 	page := pages.SessionsPage{Form: f, CanCreate: p.Can("Session.create")}
-	agents, versions, err := h.publishedVersions(c, &page)
-	if err != nil {
+	pg := pagerOf("/sessions", nil, cursor, list.PageLinks)
+	page.Newer, page.Older = pg.Newer, pg.Older
+	if err := h.publishedVersions(c, &page); err != nil {
 		return err
 	}
 	vaults, err := h.RT.VaultList(ctx(c), p)
@@ -46,9 +48,9 @@ func (h *Handlers) sessionsPage(c echo.Context, status int, f pages.SessionForm)
 		page.Vaults = append(page.Vaults, pages.Option{Value: v.ID, Label: v.Name})
 	}
 	page.Slots = max(min(len(page.Vaults), maxVaultSlots), len(f.Vaults))
-	for _, s := range ss {
-		row := pages.SessionRow{ID: s.ID, Title: s.Title, AgentID: s.Agent, Agent: nameOr(agents[s.Agent], s.Agent),
-			VersionID: s.Version, Version: fmt.Sprintf("Version %d", versions[s.Version]), State: s.State, Created: isoTime(s.CreatedAt)}
+	for _, s := range list.Items {
+		row := pages.SessionRow{ID: s.ID, Title: s.Title, AgentID: s.Agent, Agent: nameOr(s.AgentName, s.Agent),
+			VersionID: s.Version, Version: fmt.Sprintf("Version %d", s.VersionNumber), State: s.State, Created: isoTime(s.CreatedAt)}
 		for _, id := range s.Vaults {
 			row.Vaults = append(row.Vaults, nameOr(vaultNames[id], id))
 		}
@@ -57,29 +59,27 @@ func (h *Handlers) sessionsPage(c echo.Context, status int, f pages.SessionForm)
 	return render(c, status, pages.Sessions(h.shell(c, "Sessions", "sessions"), page))
 }
 
-// publishedVersions names agents and numbers versions for the list, and
-// offers every published version (across agents) to the New session form.
-func (h *Handlers) publishedVersions(c echo.Context, page *pages.SessionsPage) (map[string]string, map[string]int, error) {
+// publishedVersions offers every published version (across agents) to the
+// New session form. The list's rows carry their own names (Session.list
+// reads them with the sessions).
+func (h *Handlers) publishedVersions(c echo.Context, page *pages.SessionsPage) error {
 	p := principal(c)
 	agents, err := h.RT.AgentList(ctx(c), p)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	names, numbers := map[string]string{}, map[string]int{}
 	for _, a := range agents {
-		names[a.ID] = a.Name
 		vs, err := h.RT.VersionList(ctx(c), p, a.ID)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		for _, v := range vs {
-			numbers[v.ID] = v.Number
 			if v.State == runtime.StatePublished {
 				page.Versions = append(page.Versions, pages.Option{Value: v.ID, Label: fmt.Sprintf("%s · version %d", a.Name, v.Number)})
 			}
 		}
 	}
-	return names, numbers, nil
+	return nil
 }
 
 func nameOr(name, id string) string {

@@ -61,8 +61,13 @@ func (h *Handlers) APICredentialDelete(c echo.Context) error {
 
 // APISessionList is Session.list.
 func (h *Handlers) APISessionList(c echo.Context) error {
-	out, err := h.RT.SessionList(ctx(c), principal(c), runtime.SessionFilter{Agent: c.QueryParam("agent"), State: c.QueryParam("state")})
-	return answer(c, http.StatusOK, out, err)
+	limit, err := queryLimit(c)
+	if err != nil {
+		return err
+	}
+	f := runtime.SessionFilter{Agent: c.QueryParam("agent"), State: c.QueryParam("state"), Cursor: c.QueryParam("cursor"), Limit: limit}
+	pg, err := h.RT.SessionListPage(ctx(c), principal(c), f, 200)
+	return answerList(c, pg.Items, pg.PageLinks, err)
 }
 
 // APISessionCreate is Session.create; the answer carries the session token once.
@@ -167,7 +172,7 @@ func (h *Handlers) APIApprovalList(c echo.Context) error {
 		return err
 	}
 	q, err := h.RT.ApprovalQueue(ctx(c), principal(c), f)
-	return answer(c, http.StatusOK, q.Items, err)
+	return answerList(c, q.Items, q.Links, err)
 }
 
 // APIApprovalApprove is Approval.approve.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -13,7 +14,17 @@ import (
 )
 
 func usageFilter(c echo.Context) runtime.UsageFilter {
-	return runtime.UsageFilter{From: c.QueryParam("from"), To: c.QueryParam("to"), Session: c.QueryParam("session"), Agent: c.QueryParam("agent")}
+	f := runtime.UsageFilter{From: c.QueryParam("from"), To: c.QueryParam("to"), Session: c.QueryParam("session"), Agent: c.QueryParam("agent"),
+		Cursor: c.QueryParam("cursor")}
+	if l := c.QueryParam("limit"); l != "" {
+		// Not a number is out of range: the runtime refuses it naming limit.
+		n, err := strconv.Atoi(l)
+		if err != nil || n == 0 {
+			n = -1
+		}
+		f.Limit = n
+	}
+	return f
 }
 
 // APIUsageGet is Usage.get; with Accept: text/csv it answers every record
@@ -66,6 +77,7 @@ func (l *lateCSV) Write(b []byte) (int, error) {
 // Usage shows metered use: totals by kind and the newest records.
 func (h *Handlers) Usage(c echo.Context) error {
 	f := usageFilter(c)
+	f.Limit = runtime.PageSize
 	view := pages.UsageView{From: f.From, To: f.To, Session: f.Session, Agent: f.Agent}
 	rep, err := h.RT.UsageGet(ctx(c), principal(c), f)
 	if e, ok := runtime.AsError(err); ok && e.Kind == runtime.KindInvalid {
@@ -102,6 +114,8 @@ func (h *Handlers) Usage(c echo.Context) error {
 	if len(q) > 0 {
 		view.CSV += "?" + q.Encode()
 	}
+	pg := pagerOf("/usage", q, f.Cursor, rep.PageLinks)
+	view.Newer, view.Older = pg.Newer, pg.Older
 	return render(c, http.StatusOK, pages.Usage(h.shell(c, "Usage", "usage"), view))
 }
 

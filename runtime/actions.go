@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -124,49 +123,16 @@ type ActionFilter struct {
 	Verdict string `json:"verdict" query:"verdict"`
 	Limit   int    `json:"limit" query:"limit"`
 	Before  string `json:"before" query:"before"`
+	Cursor  string `json:"cursor" query:"cursor"`
 	// Changes leaves out verbs that only read.
 	Changes bool `json:"changes" query:"changes"`
 }
 
-// ActionList is Action.list: the audit log, newest first.
+// ActionList is Action.list: the audit log, newest first, one page of
+// f.Limit (100 by default) from f.Cursor or f.Before (lists.go).
 func (r *Runtime) ActionList(ctx context.Context, p Principal, f ActionFilter) ([]ActionView, error) {
-	var out []ActionView
-	err := r.run(ctx, p, "Action.list", func(a *act) error {
-		if f.Verdict != "" && f.Verdict != VerdictAllowed && f.Verdict != VerdictRefused && f.Verdict != VerdictFailed {
-			return invalid("verdict", "invalid_verdict", "verdict must be allowed, refused or failed")
-		}
-		if f.Limit <= 0 || f.Limit > 500 {
-			f.Limit = 100
-		}
-		q := r.db.WithContext(ctx).Model(&models.Action{}).Order("created_at DESC, id DESC").Limit(f.Limit)
-		if f.Verb != "" {
-			q = q.Where("verb = ?", f.Verb)
-		}
-		if f.By != "" {
-			q = q.Where("by_id = ? OR by_label = ?", f.By, f.By)
-		}
-		if f.Verdict != "" {
-			q = q.Where("verdict = ?", f.Verdict)
-		}
-		if f.Changes {
-			q = q.Where("verb NOT IN ?", readOnlyVerbs())
-		}
-		if f.Before != "" {
-			var b models.Action
-			if err := r.db.WithContext(ctx).First(&b, "id = ?", f.Before).Error; err == nil {
-				q = q.Where("created_at < ? OR (created_at = ? AND id < ?)", b.CreatedAt, b.CreatedAt, b.ID)
-			}
-		}
-		var recs []models.Action
-		if err := q.Find(&recs).Error; err != nil {
-			return fmt.Errorf("runtime: list actions: %w", err)
-		}
-		for _, rec := range recs {
-			out = append(out, actionView(rec))
-		}
-		return nil
-	})
-	return out, err
+	pg, err := r.ActionListPage(ctx, p, f)
+	return pg.Items, err
 }
 
 func actionView(rec models.Action) ActionView {

@@ -66,6 +66,8 @@ type QueueFilter struct {
 	Approval string `query:"approval" json:"approval"`
 	Order    string `query:"order" json:"order"` // oldest or newest
 	Limit    int    `query:"limit" json:"limit"`
+	// Cursor continues the list after a page (lists.go).
+	Cursor string `query:"cursor" json:"cursor"`
 }
 
 // QueueChoice is one value a queue filter can take, with what a person reads.
@@ -83,6 +85,8 @@ type Queue struct {
 	Sessions []QueueChoice
 	Grants   []string
 	Tools    []string
+	// Links are the cursors of the pages beside this one.
+	Links PageLinks
 }
 
 // ApprovalDecided is the pseudo-state that matches every decided approval.
@@ -126,11 +130,16 @@ func (r *Runtime) ApprovalQueue(ctx context.Context, p Principal, f QueueFilter)
 		if err := f.check(); err != nil {
 			return err
 		}
+		c, err := ParseCursor(f.Cursor)
+		if err != nil {
+			return err
+		}
 		now := r.now()
 		var rows []queueRow
-		if err := r.queueQuery(ctx, f, now).Scan(&rows).Error; err != nil {
+		if err := r.queueQuery(ctx, f, c, now).Scan(&rows).Error; err != nil {
 			return fmt.Errorf("runtime: approval queue: %w", err)
 		}
+		rows, out.Links = pageOf(rows, c, f.Limit, queueRow.key)
 		out.Items = make([]QueueItem, 0, len(rows))
 		for _, row := range rows {
 			out.Items = append(out.Items, row.item(now))
@@ -211,26 +220,28 @@ func (r *Runtime) queueFrom(ctx context.Context) *gorm.DB {
 		Joins("LEFT JOIN agents g ON g.id = s.agent_id")
 }
 
-func (r *Runtime) queueQuery(ctx context.Context, f QueueFilter, now time.Time) *gorm.DB {
-	q := r.queueFrom(ctx).Select(queueColumns).Limit(f.Limit)
-	dir := "ASC"
+// key is where a page of the queue ends: pending approvals are ordered by
+// when they were asked, decided ones by when they were decided.
+func (row queueRow) key() (time.Time, string) {
+	if row.State != ApprovalPending && row.DecidedAt != nil {
+		return *row.DecidedAt, row.ID
+	}
+	return row.CreatedAt, row.ID
+}
+
+func (r *Runtime) queueQuery(ctx context.Context, f QueueFilter, c Cursor, now time.Time) *gorm.DB {
+	q := r.queueFrom(ctx).Select(queueColumns)
 	switch f.State {
 	case ApprovalPending:
 		q = q.Where("a.state = ? AND a.expires_at > ?", ApprovalPending, now)
-		if f.Order == "newest" {
-			dir = "DESC"
-		}
-		q = q.Order("a.created_at " + dir + ", a.id " + dir)
+		q = keyset(q, "a.created_at", "a.id", c, f.Order == "newest", f.Limit)
 	default:
 		if f.State == ApprovalDecided {
 			q = q.Where("a.state IN ?", []string{ApprovalApproved, ApprovalDenied, ApprovalExpired})
 		} else {
 			q = q.Where("a.state = ?", f.State)
 		}
-		if f.Order != "oldest" {
-			dir = "DESC"
-		}
-		q = q.Order("a.decided_at " + dir + ", a.id " + dir)
+		q = keyset(q, "a.decided_at", "a.id", c, f.Order != "oldest", f.Limit)
 	}
 	if f.Agent != "" {
 		q = q.Where("(s.agent_id = ? OR g.name = ?)", f.Agent, f.Agent)

@@ -83,6 +83,7 @@ type Runtime struct {
 	ready      readiness
 	notifier   notifier
 	oauth      oauthState // OAuth credentials' tokens in memory (vault_oauth.go)
+	auth       authCache  // what bearer tokens resolved to (authcache.go)
 }
 
 // New builds a Runtime over an open, migrated database.

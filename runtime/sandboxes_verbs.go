@@ -77,32 +77,15 @@ func (r *Runtime) sandboxView(m models.Sandbox, title string) SandboxView {
 // SandboxFilter narrows Sandbox.list.
 type SandboxFilter struct {
 	Session string `query:"session" json:"session"`
+	Cursor  string `query:"cursor" json:"cursor"`
+	Limit   int    `query:"limit" json:"limit"`
 }
 
 // SandboxList is Sandbox.list: every session's sandboxes, or one session's,
-// most recently started first.
+// newest first, 500 at most unless f.Limit or f.Cursor say otherwise (lists.go).
 func (r *Runtime) SandboxList(ctx context.Context, p Principal, f SandboxFilter) ([]SandboxView, error) {
-	out := []SandboxView{}
-	err := r.run(ctx, p, "Sandbox.list", func(a *act) error {
-		q := r.db.WithContext(ctx).Order("started_at DESC, id").Limit(500)
-		if f.Session != "" {
-			if _, err := r.loadSession(ctx, p, f.Session); err != nil {
-				return err
-			}
-			a.target(f.Session)
-			q = q.Where("session_id = ?", f.Session)
-		}
-		var ms []models.Sandbox
-		if err := q.Find(&ms).Error; err != nil {
-			return fmt.Errorf("runtime: list sandboxes: %w", err)
-		}
-		titles, err := r.sessionTitles(ctx, ms)
-		for _, m := range ms {
-			out = append(out, r.sandboxView(m, titles[m.SessionID]))
-		}
-		return err
-	})
-	return out, err
+	pg, err := r.SandboxListPage(ctx, p, f, 500)
+	return pg.Items, err
 }
 
 func (r *Runtime) sessionTitles(ctx context.Context, ms []models.Sandbox) (map[string]string, error) {

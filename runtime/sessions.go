@@ -205,6 +205,8 @@ func (r *Runtime) SessionEnd(ctx context.Context, p Principal, id string) (Sessi
 		}
 		s.State, s.EndedAt = SessionEnded, &now
 		out = sessionView(s, r.sessionVaults(ctx, id))
+		// Committed: its token is refused from its very next request on.
+		r.auth.reset()
 		r.publish(Event{Kind: "session", ID: id, SessionID: id, State: SessionEnded})
 		// Its upstream MCP sessions serve nobody now: end them rather than
 		// hold a connection each until the pool's idle timer.
@@ -230,10 +232,7 @@ func (r *Runtime) AuthenticateSessionToken(ctx context.Context, secret string) (
 
 // Authenticate resolves any bearer token: a person's API token or a session's.
 func (r *Runtime) Authenticate(ctx context.Context, secret string) (Principal, error) {
-	if strings.HasPrefix(secret, "sbs_") {
-		return r.AuthenticateSessionToken(ctx, secret)
-	}
-	return r.AuthenticateToken(ctx, secret)
+	return r.authenticateCached(ctx, secret)
 }
 
 // AuthorizeSession checks that p may reach a session at all, for transports

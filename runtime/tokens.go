@@ -129,32 +129,46 @@ func (r *Runtime) TokenRevoke(ctx context.Context, p Principal, id string) error
 				return denied(p, "User.grant_owner", "only an owner may revoke an owner's token")
 			}
 		}
-		return r.db.WithContext(ctx).Model(&t).UpdateColumn("revoked_at", r.now()).Error
+		if err := r.db.WithContext(ctx).Model(&t).UpdateColumn("revoked_at", r.now()).Error; err != nil {
+			return err
+		}
+		// Committed: the token is refused from its very next request on.
+		r.auth.reset()
+		return nil
 	}, id)
 }
 
 // AuthenticateToken resolves a bearer token to its person; revoked, expired and
 // removed people's tokens are refused.
 func (r *Runtime) AuthenticateToken(ctx context.Context, secret string) (Principal, error) {
+	p, t, err := r.lookupToken(ctx, hashSecret(secret))
+	if err != nil {
+		return p, err
+	}
+	// last_used_at is a hint for people tidying tokens; a minute's precision is plenty.
+	if t.LastUsedAt == nil || r.now().Sub(*t.LastUsedAt) > time.Minute {
+		r.touchToken(ctx, t.ID, r.now())
+	}
+	return p, nil
+}
+
+// lookupToken reads an API token by its hash and the person it acts as.
+func (r *Runtime) lookupToken(ctx context.Context, hash string) (Principal, models.Token, error) {
 	var t models.Token
-	if err := r.db.WithContext(ctx).First(&t, "token_hash = ?", hashSecret(secret)).Error; err != nil {
-		return Anonymous, ErrUnauthenticated
+	if err := r.db.WithContext(ctx).First(&t, "token_hash = ?", hash).Error; err != nil {
+		return Anonymous, t, ErrUnauthenticated
 	}
 	if t.RevokedAt != nil || !r.now().Before(t.ExpiresAt) {
-		return Anonymous, &Error{Kind: KindUnauthenticated, Code: "token_expired", Title: "Token expired",
+		return Anonymous, t, &Error{Kind: KindUnauthenticated, Code: "token_expired", Title: "Token expired",
 			Detail: "this token has expired or was revoked: create a new one"}
 	}
 	var u models.User
 	if err := r.db.WithContext(ctx).First(&u, "id = ?", t.UserID).Error; err != nil {
-		return Anonymous, ErrUnauthenticated
-	}
-	// last_used_at is a hint for people tidying tokens; a minute's precision is plenty.
-	if t.LastUsedAt == nil || r.now().Sub(*t.LastUsedAt) > time.Minute {
-		r.db.WithContext(ctx).Model(&t).UpdateColumn("last_used_at", r.now())
+		return Anonymous, t, ErrUnauthenticated
 	}
 	p := UserPrincipal(u.ID, u.Email, u.Access)
 	p.TokenID = t.ID
-	return p, nil
+	return p, t, nil
 }
 
 // UserCreate makes a person directly, for `subako user add` on the server's own

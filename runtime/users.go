@@ -63,7 +63,7 @@ func (r *Runtime) UserUpdate(ctx context.Context, p Principal, in UserUpdateInpu
 		if in.Name != nil && utf8.RuneCountInString(*in.Name) > 100 {
 			return invalid("name", "name_too_long", "name must be at most 100 characters")
 		}
-		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			u, err := lockUser(tx, in.User)
 			if err != nil {
 				return err
@@ -80,6 +80,9 @@ func (r *Runtime) UserUpdate(ctx context.Context, p Principal, in UserUpdateInpu
 			out = userView(u)
 			return tx.Model(&u).Updates(map[string]any{"access": u.Access, "name": u.Name, "updated_at": time.Now().UTC()}).Error
 		})
+		// Committed: their tokens act at the new access from the next request.
+		r.auth.reset()
+		return err
 	}, in.User)
 	return out, err
 }
@@ -88,7 +91,7 @@ func (r *Runtime) UserUpdate(ctx context.Context, p Principal, in UserUpdateInpu
 // them (ON DELETE CASCADE), so their next request is refused.
 func (r *Runtime) UserRemove(ctx context.Context, p Principal, id string) error {
 	return r.run(ctx, p, "User.remove", func(a *act) error {
-		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			u, err := lockUser(tx, id)
 			if err != nil {
 				return err
@@ -105,6 +108,8 @@ func (r *Runtime) UserRemove(ctx context.Context, p Principal, id string) error 
 			}
 			return tx.Delete(&u).Error
 		})
+		r.auth.reset() // committed: their tokens are refused from the next request
+		return err
 	}, id)
 }
 
