@@ -54,6 +54,10 @@ func Migrations(d Dialect) ([]Migration, error) {
 // Migrate applies every migration not yet recorded in schema_migrations, each in
 // its own transaction with its record, and returns the versions it applied.
 func (d *DB) Migrate() ([]int, error) {
+	if d.plain != nil {
+		// Migration files hold several statements: not prepared.
+		d = &DB{DB: d.plain, Dialect: d.Dialect}
+	}
 	// CREATE TABLE IF NOT EXISTS is not safe against itself on PostgreSQL:
 	// it too runs under the lock.
 	err := d.Transaction(func(tx *gorm.DB) error {

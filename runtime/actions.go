@@ -21,6 +21,9 @@ type act struct {
 	targets []string
 	model   string
 	version string
+	// recorded: the verb wrote its allowed Action itself, in its own
+	// transaction (ToolCall.create, with the call); finish adds none.
+	recorded bool
 }
 
 func (a *act) target(ids ...string) {
@@ -53,6 +56,7 @@ func (r *Runtime) runOpen(ctx context.Context, p Principal, verb string, fn func
 
 func (r *Runtime) finish(ctx context.Context, p Principal, verb string, a *act, err error) error {
 	switch e, ok := AsError(err); {
+	case err == nil && a.recorded:
 	case err == nil:
 		r.record(ctx, p, verb, a, VerdictAllowed, "")
 	case ok && (e.Kind == KindForbidden || e.Kind == KindUnauthenticated || e.Kind == KindTooMany):
@@ -70,14 +74,19 @@ func accessLabel(p Principal) string {
 	return string(p.Kind)
 }
 
-func (r *Runtime) record(ctx context.Context, p Principal, verb string, a *act, verdict, reason string) {
+// actionRecord is the Action of a verb as it stands.
+func (r *Runtime) actionRecord(p Principal, verb string, a *act, verdict, reason string) models.Action {
 	// Every field is bounded: some come from callers (a model's name, a
 	// sign-in's email), and the audit log must not be a way to fill the disk.
-	rec := models.Action{
+	return models.Action{
 		ID: newID("act"), Verb: truncate(verb, 100), ByKind: string(p.Kind), ByID: truncate(p.ID, 100), ByLabel: truncate(p.Label, 200),
 		Targets: truncate(strings.Join(a.targets, " "), 1000), Verdict: verdict, Reason: truncate(reason, 1000),
 		Model: truncate(a.model, 200), Version: truncate(a.version, 100), CreatedAt: r.now(),
 	}
+}
+
+func (r *Runtime) record(ctx context.Context, p Principal, verb string, a *act, verdict, reason string) {
+	rec := r.actionRecord(p, verb, a, verdict, reason)
 	// The record is written outside the verb's transaction on purpose: a refusal
 	// or a failure rolls the verb back but must still be on the audit log.
 	if err := r.db.WithContext(context.WithoutCancel(ctx)).Create(&rec).Error; err != nil {

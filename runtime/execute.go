@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/runtime/tools"
 )
@@ -52,14 +54,11 @@ func (r *Runtime) SetFunctionRunner(run func(ctx context.Context, c FunctionCall
 	r.runners.Function = run
 }
 
-// execute runs a queued call to its end. It is its own goroutine, detached
-// from the request that made the call, so a caller that stops waiting does
-// not cancel the tool; the result lands in the call's record either way.
-func (r *Runtime) execute(id string) { r.executeResolved(id, nil) }
-
-// executeResolved is execute with the tool already resolved by the caller
-// (ToolCall.create has just done it), so a call is not resolved twice.
-func (r *Runtime) executeResolved(id string, resolved *offered) {
+// execute runs a queued call (approved, or found queued at start) to its
+// end. It is its own goroutine, detached from the request that made the
+// call, so a caller that stops waiting does not cancel the tool; the result
+// lands in the call's record either way.
+func (r *Runtime) execute(id string) {
 	ctx := context.Background()
 	start := r.now()
 	res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", id, CallQueued).
@@ -71,14 +70,82 @@ func (r *Runtime) executeResolved(id string, resolved *offered) {
 	if err := r.db.WithContext(ctx).First(&call, "id = ?", id).Error; err != nil {
 		return
 	}
+	var s models.Session
+	if err := r.db.WithContext(ctx).First(&s, "id = ?", call.SessionID).Error; err != nil {
+		r.finishCall(ctx, call, CallRunning, nil, err)
+		return
+	}
 	r.publish(Event{Kind: "call", ID: id, SessionID: call.SessionID, State: CallRunning})
-	out, err := r.dispatch(ctx, call, resolved)
+	r.runStarted(call, s, nil, nil)
+}
+
+// callHandle hands a call's result to the caller waiting for it, in memory:
+// the caller does not read the record back on every event.
+type callHandle struct {
+	call  models.ToolCall // as recorded when it started
+	done  chan struct{}
+	final *models.ToolCall // the finished record; nil: read the record (it waits for a client)
+}
+
+func (h *callHandle) deliver(final *models.ToolCall) {
+	if h == nil {
+		return
+	}
+	h.final = final
+	close(h.done)
+}
+
+// waitStarted waits up to d for a call this process runs, like waitCall.
+func (r *Runtime) waitStarted(ctx context.Context, h *callHandle, d time.Duration) (ToolCallView, error) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	begun := r.now()
+	select {
+	case <-h.done:
+		if h.final != nil {
+			return callView(*h.final), nil
+		}
+		// Waiting for a client: the client's answer comes through another request.
+		return r.waitCall(ctx, h.call.ID, max(d-r.now().Sub(begun), 0))
+	case <-timer.C:
+		// One last look, as waitCall takes one.
+		return r.callByID(context.WithoutCancel(ctx), h.call.ID)
+	case <-ctx.Done():
+		return callView(h.call), nil
+	case <-r.hot.closing:
+		return callView(h.call), nil
+	}
+}
+
+// runStarted runs a call recorded running to its end; resolved is its tool
+// when the caller has just resolved it, h the caller waiting, if any.
+func (r *Runtime) runStarted(call models.ToolCall, s models.Session, resolved *offered, h *callHandle) {
+	ctx := context.Background()
+	var t offered
+	if resolved != nil {
+		t = *resolved
+	} else {
+		all, err := r.sessionTools(ctx, s, false)
+		if err == nil {
+			var ok bool
+			if t, ok = findTool(all, call.Tool); !ok {
+				err = fmt.Errorf("tool %s is no longer offered in this session", call.Tool)
+			}
+		}
+		if err != nil {
+			final, _ := r.finishCallRecord(ctx, call, CallRunning, nil, err)
+			h.deliver(final)
+			return
+		}
+	}
+	out, err := r.dispatch(ctx, call, s, t)
 	if errors.Is(err, errWaitClient) {
+		defer h.deliver(nil)
 		// Only a call of a session still active waits for its answer; if the
 		// session ended while the call started, the call is refused as its
 		// other open calls were.
 		active := r.db.Model(&models.Session{}).Select("id").Where("state = ?", SessionActive)
-		res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ? AND session_id IN (?)", id, CallRunning, active).
+		res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ? AND session_id IN (?)", call.ID, CallRunning, active).
 			Update("status", CallWaitingClient)
 		if res.Error != nil {
 			r.finishCall(ctx, call, CallRunning, nil, fmt.Errorf("could not wait for a client: %w", res.Error))
@@ -87,19 +154,48 @@ func (r *Runtime) executeResolved(id string, resolved *offered) {
 		state := CallWaitingClient
 		if res.RowsAffected == 0 {
 			state = CallRefused
-			r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", id, CallRunning).
+			r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", call.ID, CallRunning).
 				Updates(map[string]any{"status": CallRefused, "reason": "the session ended", "finished_at": r.now()})
 		}
-		r.publish(Event{Kind: "call", ID: id, SessionID: call.SessionID, State: state})
+		r.publish(Event{Kind: "call", ID: call.ID, SessionID: call.SessionID, State: state})
 		return
 	}
-	r.finishCall(ctx, call, CallRunning, out, err)
+	final, _ := r.finishCallRecord(ctx, call, CallRunning, out, err)
+	h.deliver(final)
 }
 
 var errWaitClient = errors.New("waiting for a client")
 
+// asyncCommit runs fn in a transaction whose commit does not wait for the
+// write-ahead log to reach the disk (PostgreSQL's synchronous_commit off;
+// SQLite's WAL at synchronous NORMAL already commits so). It is for a call's
+// result only: the call and its Action were committed durably before the
+// tool ran, so the worst a database crash can do in the short window before
+// the log is flushed (wal_writer_delay, 200 ms by default) is turn a
+// finished call back into a running one, which the next start marks
+// interrupted: the same answer a kill -9 gives. A kill -9 of Subako loses
+// nothing: the commit is done in the database's memory.
+func (r *Runtime) asyncCommit(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if r.db.Dialect != models.Postgres {
+		return fn(r.db.WithContext(ctx))
+	}
+	return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("SET LOCAL synchronous_commit TO OFF").Error; err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
 // finish records a call's result, if the call is still in the status expected.
 func (r *Runtime) finishCall(ctx context.Context, call models.ToolCall, from string, out json.RawMessage, err error) bool {
+	_, ok := r.finishCallRecord(ctx, call, from, out, err)
+	return ok
+}
+
+// finishCallRecord is finishCall that also returns the finished record, or
+// nil when the call was not in status from (or the write failed).
+func (r *Runtime) finishCallRecord(ctx context.Context, call models.ToolCall, from string, out json.RawMessage, err error) (*models.ToolCall, bool) {
 	now := r.now()
 	started := call.CreatedAt
 	if call.StartedAt != nil {
@@ -113,36 +209,36 @@ func (r *Runtime) finishCall(ctx context.Context, call models.ToolCall, from str
 	if len(out) > 0 {
 		upd["output"], upd["output_truncated"] = clip(string(out))
 	}
-	res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", call.ID, from).Updates(upd)
-	if res.Error != nil {
-		r.opts.Log.Error("runtime: finish call", "call", call.ID, "err", res.Error)
-		return false
+	var rows int64
+	err = r.asyncCommit(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&models.ToolCall{}).Where("id = ? AND status = ?", call.ID, from).Updates(upd)
+		rows = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		r.opts.Log.Error("runtime: finish call", "call", call.ID, "err", err)
+		return nil, false
 	}
-	if res.RowsAffected == 1 {
-		r.publish(Event{Kind: "call", ID: call.ID, SessionID: call.SessionID, State: upd["status"].(string)})
+	if rows != 1 {
+		return nil, false
 	}
-	return res.RowsAffected == 1
+	r.publish(Event{Kind: "call", ID: call.ID, SessionID: call.SessionID, State: upd["status"].(string)})
+	final := call
+	final.FinishedAt, final.DurationMS, final.Status = &now, upd["duration_ms"].(int64), upd["status"].(string)
+	if e, ok := upd["error"].(string); ok {
+		final.Error = e
+	}
+	if reason, ok := upd["reason"].(string); ok {
+		final.Reason = reason
+	}
+	if o, ok := upd["output"].(string); ok {
+		final.Output, final.OutputTruncated = o, upd["output_truncated"].(bool)
+	}
+	return &final, true
 }
 
 // dispatch runs the call on its kind's executor.
-func (r *Runtime) dispatch(ctx context.Context, call models.ToolCall, resolved *offered) (json.RawMessage, error) {
-	var s models.Session
-	if err := r.db.WithContext(ctx).First(&s, "id = ?", call.SessionID).Error; err != nil {
-		return nil, err
-	}
-	var t offered
-	if resolved != nil {
-		t = *resolved
-	} else {
-		all, err := r.sessionTools(ctx, s, false)
-		if err != nil {
-			return nil, err
-		}
-		var ok bool
-		if t, ok = findTool(all, call.Tool); !ok {
-			return nil, fmt.Errorf("tool %s is no longer offered in this session", call.Tool)
-		}
-	}
+func (r *Runtime) dispatch(ctx context.Context, call models.ToolCall, s models.Session, t offered) (json.RawMessage, error) {
 	input := json.RawMessage(call.Input)
 	switch t.Kind {
 	case tools.KindMCP:
@@ -192,7 +288,9 @@ func (r *Runtime) runMCP(ctx context.Context, s models.Session, t offered, input
 	if err != nil {
 		return nil, err
 	}
-	r.discoveryAnswered(ctx, t.URL, credID)
+	if t.discoveryFailed {
+		r.discoveryAnswered(ctx, t.URL, credID)
+	}
 	out, _ := json.Marshal(map[string]any{"content": res.Content, "text": res.Text, "structured": res.Structured, "is_error": res.IsError})
 	if res.IsError {
 		return out, fmt.Errorf("the tool answered with an error: %s", truncate(res.Text, 2000))

@@ -32,12 +32,55 @@ func (r *Runtime) Start(ctx context.Context, every time.Duration) {
 // recover fails calls that were running when the server stopped (their
 // outcome is unknown) and runs calls approved but not yet started.
 func (r *Runtime) recover(ctx context.Context) {
-	r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("status = ?", CallRunning).
-		Updates(map[string]any{"status": CallFailed, "error": "interrupted: the server restarted while the call ran", "finished_at": r.now()})
+	r.interruptRunning(ctx)
 	var queued []string
 	r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("status = ?", CallQueued).Pluck("id", &queued)
 	for _, id := range queued {
 		go r.execute(id)
+	}
+}
+
+// interrupted is the error of a call a restart interrupted.
+const interrupted = "interrupted: the server restarted while the call ran"
+
+// interruptRunning marks the calls that were running when the server stopped
+// interrupted (failed, outcome unknown), each with an Action saying so, in
+// one transaction. Every call already has its ToolCall.create Action: it was
+// written with the call.
+func (r *Runtime) interruptRunning(ctx context.Context) {
+	var ids []string
+	if err := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("status = ?", CallRunning).Pluck("id", &ids).Error; err != nil {
+		r.opts.Log.Error("runtime: find interrupted calls", "err", err)
+		return
+	}
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), 500)]
+		ids = ids[len(batch):]
+		now := r.now()
+		err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var calls []models.ToolCall
+			if err := tx.Select("id", "session_id", "version_id").Where("id IN ? AND status = ?", batch, CallRunning).Find(&calls).Error; err != nil {
+				return err
+			}
+			for _, c := range calls {
+				res := tx.Model(&models.ToolCall{}).Where("id = ? AND status = ?", c.ID, CallRunning).
+					Updates(map[string]any{"status": CallFailed, "error": interrupted, "finished_at": now})
+				if res.Error != nil {
+					return res.Error
+				}
+				a := &act{version: c.VersionID}
+				a.target(c.SessionID, c.ID)
+				rec := r.actionRecord(System, "ToolCall.interrupt", a, VerdictFailed, interrupted)
+				if err := tx.Create(&rec).Error; err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			r.opts.Log.Error("runtime: mark interrupted calls", "err", err)
+			return
+		}
 	}
 }
 

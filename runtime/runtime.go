@@ -84,6 +84,7 @@ type Runtime struct {
 	notifier   notifier
 	oauth      oauthState // OAuth credentials' tokens in memory (vault_oauth.go)
 	auth       authCache  // what bearer tokens resolved to (authcache.go)
+	hot        *hotPath   // the tool-call hot path's caches (hotpath.go)
 }
 
 // New builds a Runtime over an open, migrated database.
@@ -117,7 +118,9 @@ func New(db *models.DB, opts Options) *Runtime {
 	if opts.ClientTimeout == 0 {
 		opts.ClientTimeout = 5 * time.Minute
 	}
-	return &Runtime{db: db, opts: opts, logins: newThrottle(opts.LoginThrottle), mcp: mcpclient.NewPool(mcpclient.Options{Timeout: opts.MCPTimeout, AllowPrivate: opts.AllowPrivateEgress, Limits: opts.MCPLimits}), events: newHub()}
+	r := &Runtime{db: db, opts: opts, logins: newThrottle(opts.LoginThrottle), mcp: mcpclient.NewPool(mcpclient.Options{Timeout: opts.MCPTimeout, AllowPrivate: opts.AllowPrivateEgress, Limits: opts.MCPLimits}), events: newHub(), hot: newHotPath()}
+	r.watch()
+	return r
 }
 
 // Close stops what the runtime runs in the background.
@@ -127,6 +130,8 @@ func (r *Runtime) Close() {
 	}
 	r.CloseEvents()
 	r.mcp.Close()
+	r.hot.close()
+	r.flushCredentialUse(context.Background())
 }
 
 // DB exposes the database for wiring (health checks); verbs never go around the runtime.

@@ -21,6 +21,9 @@ type offered struct {
 	Sandbox  tools.Sandbox
 	Function tools.Function
 	Client   string
+	// discoveryFailed: the newest discovery of this MCP tool's server failed,
+	// so a call it answers clears that failure (discoveryAnswered).
+	discoveryFailed bool
 }
 
 // OfferedTool is one tool a session offers, as Session.tools answers.
@@ -100,7 +103,25 @@ type toolsReport struct {
 	skipped []SkippedTool
 }
 
+// sessionToolsReport answers from memory unless asked to refresh: the report
+// is rebuilt after any write to what it is built from (hotpath.go). The
+// report is shared by the calls that read it; none may change it.
 func (r *Runtime) sessionToolsReport(ctx context.Context, s models.Session, refresh bool) (toolsReport, error) {
+	now := r.now()
+	if !refresh {
+		if rep, ok := r.hot.tools.get(r.hot, s.ID, now); ok {
+			return rep, nil
+		}
+	}
+	gen := r.hot.gen.Load()
+	rep, err := r.buildToolsReport(ctx, s, refresh)
+	if err == nil {
+		r.hot.tools.put(r.hot, s.ID, gen, now, rep)
+	}
+	return rep, err
+}
+
+func (r *Runtime) buildToolsReport(ctx context.Context, s models.Session, refresh bool) (toolsReport, error) {
 	rep := toolsReport{failed: map[string]string{}, stale: map[string]bool{}}
 	v, err := r.loadVersion(ctx, s.VersionID)
 	if err != nil {
@@ -124,6 +145,7 @@ func (r *Runtime) sessionToolsReport(ctx context.Context, s models.Session, refr
 		switch t.Kind {
 		case tools.KindMCP:
 			o.URL = findGrant(cfg.MCPServers, t.Grant, func(g tools.MCPServer) string { return g.Name }).URL
+			o.discoveryFailed = rep.failed[t.Grant] != ""
 		case tools.KindSkill:
 			o.Skill = findGrant(cfg.Skills, t.Grant, func(g tools.Skill) string { return g.Name }).Skill
 		case tools.KindSandbox:

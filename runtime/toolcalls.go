@@ -121,12 +121,13 @@ func clip(s string) (string, bool) {
 func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallInput) (ToolCallView, error) {
 	var out ToolCallView
 	var callID string
+	var started *callHandle
 	err := r.run(ctx, p, "ToolCall.create", func(a *act) error {
 		a.model = in.Model
 		if in.WaitSeconds != nil && *in.WaitSeconds < 0 {
 			return invalid("wait_seconds", "out_of_range", fmt.Sprintf("wait_seconds must be 0 or more (0 answers at once; waits over %d are cut to %d)", int(maxWait.Seconds()), int(maxWait.Seconds())))
 		}
-		s, err := r.loadSession(ctx, p, in.Session)
+		s, err := r.hotSession(ctx, p, in.Session)
 		if err != nil {
 			return err
 		}
@@ -134,18 +135,21 @@ func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallIn
 		if s.State != SessionActive {
 			return conflict("session_ended", "the session has ended: no more tools can be called in it")
 		}
-		call, err := r.newCall(ctx, p, s, in)
+		call, h, err := r.newCall(ctx, p, s, in, a)
 		if err != nil {
 			return err
 		}
-		a.target(call.ID)
-		callID = call.ID
+		callID, started = call.ID, h
 		return nil
 	}, in.Session)
 	if err != nil {
 		return out, err
 	}
-	out, err = r.waitCall(ctx, callID, waitDuration(in.WaitSeconds))
+	if started != nil {
+		out, err = r.waitStarted(ctx, started, waitDuration(in.WaitSeconds))
+	} else {
+		out, err = r.waitCall(ctx, callID, waitDuration(in.WaitSeconds))
+	}
 	if err == nil {
 		// Refused for want of room: a 429 the caller can retry, the call recorded.
 		err = capacityRefusal(out)
@@ -162,18 +166,22 @@ func waitDuration(secs *float64) time.Duration {
 }
 
 // newCall records a call with its verdict and starts it when it is allowed.
-func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in ToolCallInput) (models.ToolCall, error) {
+// The call, its approval if it asks first, and ToolCall.create's Action are
+// one transaction: a crash leaves all of them or none. An allowed call is
+// recorded running (no queued step that nobody reads), and its result is
+// handed to the caller in memory through the returned handle.
+func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in ToolCallInput, a *act) (models.ToolCall, *callHandle, error) {
 	rep, err := r.sessionToolsReport(ctx, s, false)
 	if err != nil {
-		return models.ToolCall{}, err
+		return models.ToolCall{}, nil, err
 	}
 	t, found := findTool(rep.all, in.Tool)
 	if !found {
-		return models.ToolCall{}, rep.unknownTool(p, in.Tool)
+		return models.ToolCall{}, nil, rep.unknownTool(p, in.Tool)
 	}
 	input, err := checkInput(t, in.Input)
 	if err != nil {
-		return models.ToolCall{}, err
+		return models.ToolCall{}, nil, err
 	}
 	call := models.ToolCall{ID: newID("call"), SessionID: s.ID, VersionID: s.VersionID, Tool: t.Name, Kind: t.Kind,
 		GrantName: t.Grant, ToolName: t.Tool.Tool, Input: string(input), Model: truncate(in.Model, 200),
@@ -186,10 +194,15 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 	case tools.PolicyAsk:
 		call.Status, call.Reason = CallAwaitingApproval, "waiting for an approver"
 	default:
-		call.Status = CallQueued
+		call.Status, call.StartedAt = CallRunning, &call.CreatedAt
 	}
+	a.target(call.ID)
+	rec := r.actionRecord(p, "ToolCall.create", a, VerdictAllowed, "")
 	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&call).Error; err != nil {
+			return err
+		}
+		if err := tx.Create(&rec).Error; err != nil {
 			return err
 		}
 		if policy != tools.PolicyAsk {
@@ -203,16 +216,19 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		return r.enqueueNotices(tx, ap, call, s)
 	})
 	if err != nil {
-		return call, fmt.Errorf("runtime: record call: %w", err)
+		return call, nil, fmt.Errorf("runtime: record call: %w", err)
 	}
+	a.recorded = true
 	r.publish(Event{Kind: "call", ID: call.ID, SessionID: s.ID, State: call.Status})
 	if policy == tools.PolicyAsk {
 		r.publish(Event{Kind: "approval", ID: call.ID, SessionID: s.ID, State: ApprovalPending})
 	}
-	if call.Status == CallQueued {
-		go r.executeResolved(call.ID, &t)
+	if call.Status != CallRunning {
+		return call, nil, nil
 	}
-	return call, nil
+	h := &callHandle{call: call, done: make(chan struct{})}
+	go r.runStarted(call, s, &t, h)
+	return call, h, nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -120,7 +120,9 @@ func (r *Runtime) vaultView(ctx context.Context, v models.Vault) (VaultView, err
 		return view, err
 	}
 	for _, c := range cs {
-		view.Credentials = append(view.Credentials, credentialView(c))
+		cv := credentialView(c)
+		cv.LastUsedAt = r.credentialLastUsed(c.ID, c.LastUsedAt)
+		view.Credentials = append(view.Credentials, cv)
 	}
 	return view, nil
 }
@@ -312,10 +314,9 @@ func (r *Runtime) CredentialDelete(ctx context.Context, p Principal, vaultRef, i
 // credential of the most specific prefix across the session's vaults (earlier
 // vaults win ties), opened only now, in memory, for this call.
 func (r *Runtime) attacherFor(ctx context.Context, sessionID, url string) (credID string, attach func(*http.Request), err error) {
-	var recs []models.Credential
-	err = r.db.WithContext(ctx).Table("credentials").Select("credentials.*").
-		Joins("JOIN session_vaults ON session_vaults.vault_id = credentials.vault_id").
-		Where("session_vaults.session_id = ?", sessionID).Order("session_vaults.position, credentials.prefix").Find(&recs).Error
+	// The session's credentials come from memory until a write changes them
+	// (hotpath.go); last_used_at is noted in memory and flushed.
+	recs, err := r.sessionCredentials(ctx, sessionID)
 	if err != nil {
 		return "", nil, err
 	}
@@ -333,14 +334,14 @@ func (r *Runtime) attacherFor(ctx context.Context, sessionID, url string) (credI
 		}
 		if isOAuthType(c.Type) {
 			// Tokens are fetched, refreshed and attached per request (vault_oauth.go).
-			r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ?", c.ID).UpdateColumn("last_used_at", r.now())
+			r.credentialUsed(c.ID)
 			return c.ID, r.oauthAttacher(c.ID), nil
 		}
 		secret, err := r.opts.Keys.Open(c.KeyID, c.Ciphertext, []byte(c.ID))
 		if err != nil {
 			return "", nil, fmt.Errorf("runtime: open credential %s: %w", c.ID, err)
 		}
-		r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ?", c.ID).UpdateColumn("last_used_at", r.now())
+		r.credentialUsed(c.ID)
 		s := string(secret)
 		return c.ID, func(req *http.Request) { vault.Apply(req, match, s) }, nil
 	}

@@ -1,0 +1,244 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/subako/subako/models"
+)
+
+// The tool-call hot path (issue 11) keeps in memory what every call of a
+// session reads and almost nothing changes: the session's row, its offered
+// tools, and its vaults' credentials (sealed; a secret is opened per call).
+//
+// Invalidation is by event, not by time: every write through the database
+// handle to a table those answers are built from (sessions, vaults,
+// credentials, discoveries, clients, session rules, skills, versions,
+// function packages) moves a generation counter, and an answer of an older
+// generation is rebuilt. The hook sits on the database handle, so a verb
+// added later cannot forget it. Another replica's writes publish nothing
+// here (nor does a write inside a transaction that has not committed yet
+// when a call rebuilds), so an answer is also rebuilt after hotTTL.
+const hotTTL = 2 * time.Second
+
+// hotMaxSessions bounds each cache; past it the cache starts again empty.
+const hotMaxSessions = 10000
+
+// lastUsedFlushEvery is how often a credential's last use reaches its row;
+// between flushes, pages read it from memory (Runtime.credentialLastUsed).
+const lastUsedFlushEvery = time.Minute
+
+// hotTables are the tables whose writes invalidate the caches.
+var hotTables = []string{"sessions", "session_vaults", "vaults", "credentials", "mcp_discoveries", "clients",
+	"session_rules", "skills", "skill_files", "versions", "function_packages", "agents"}
+
+// quietColumns are columns whose writes change no cached answer: a client's
+// heartbeat, a credential's last use.
+var quietColumns = map[string]bool{"last_seen_at": true, "last_used_at": true}
+
+type hotEntry[T any] struct {
+	gen   uint64
+	built time.Time
+	val   T
+}
+
+// hotCache is one cache keyed by session id.
+type hotCache[T any] struct {
+	mu sync.Mutex
+	m  map[string]hotEntry[T]
+}
+
+func (c *hotCache[T]) get(h *hotPath, key string, now time.Time) (T, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || e.gen != h.gen.Load() || now.Sub(e.built) >= hotTTL || now.Before(e.built) {
+		var zero T
+		return zero, false
+	}
+	return e.val, true
+}
+
+// put keeps v if nothing was invalidated since gen was read (before v was built).
+func (c *hotCache[T]) put(h *hotPath, key string, gen uint64, now time.Time, v T) {
+	if gen != h.gen.Load() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= hotMaxSessions {
+		c.m = map[string]hotEntry[T]{}
+	}
+	c.m[key] = hotEntry[T]{gen: gen, built: now, val: v}
+}
+
+type hotPath struct {
+	gen      atomic.Uint64
+	sessions hotCache[models.Session]
+	tools    hotCache[toolsReport]
+	creds    hotCache[[]models.Credential]
+
+	// lastUsed holds credentials' uses not yet written to their rows.
+	usedMu   sync.Mutex
+	lastUsed map[string]time.Time
+	flushing bool
+
+	// closing ends the waits of callers handed their result in memory.
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+func newHotPath() *hotPath {
+	return &hotPath{lastUsed: map[string]time.Time{}, closing: make(chan struct{})}
+}
+
+func (h *hotPath) close() { h.closeOnce.Do(func() { close(h.closing) }) }
+
+func (h *hotPath) invalidate() { h.gen.Add(1) }
+
+type quietKey struct{}
+
+// quiet marks ctx's writes as changing no cached answer.
+func quiet(ctx context.Context) context.Context { return context.WithValue(ctx, quietKey{}, true) }
+
+// watch registers the invalidation hook on the database handle. Each
+// Runtime has its own name, so several Runtimes over one handle (tests)
+// each hear every write.
+func (r *Runtime) watch() {
+	name := fmt.Sprintf("subako:hot_invalidate_%p", r.hot)
+	hook := func(db *gorm.DB) {
+		if db.Error != nil || db.Statement == nil {
+			return
+		}
+		if ctx := db.Statement.Context; ctx != nil && ctx.Value(quietKey{}) != nil {
+			return
+		}
+		if hotWrite(db.Statement) {
+			r.hot.invalidate()
+		}
+	}
+	cb := r.db.Callback()
+	_ = cb.Create().After("gorm:create").Register(name, hook)
+	_ = cb.Update().After("gorm:update").Register(name, hook)
+	_ = cb.Delete().After("gorm:delete").Register(name, hook)
+	_ = cb.Raw().After("gorm:raw").Register(name, hook)
+}
+
+func hotWrite(st *gorm.Statement) bool {
+	table := st.Table
+	if table == "" {
+		// Raw SQL: any statement naming a watched table counts.
+		sql := strings.ToLower(st.SQL.String())
+		for _, t := range hotTables {
+			if strings.Contains(sql, t) {
+				return true
+			}
+		}
+		return false
+	}
+	watched := false
+	for _, t := range hotTables {
+		if t == table {
+			watched = true
+			break
+		}
+	}
+	if !watched {
+		return false
+	}
+	if m, ok := st.Dest.(map[string]any); ok && len(m) > 0 {
+		for k := range m {
+			if !quietColumns[k] {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// hotSession is loadSession answered from memory when it can be.
+func (r *Runtime) hotSession(ctx context.Context, p Principal, id string) (models.Session, error) {
+	if p.Kind == PrincipalSession && p.SessionID != id {
+		return r.loadSession(ctx, p, id) // refuses, as it always did
+	}
+	now := r.now()
+	if s, ok := r.hot.sessions.get(r.hot, id, now); ok {
+		return s, nil
+	}
+	gen := r.hot.gen.Load()
+	s, err := r.loadSession(ctx, p, id)
+	if err == nil {
+		r.hot.sessions.put(r.hot, id, gen, now, s)
+	}
+	return s, err
+}
+
+// sessionCredentials is the session's vaults' credentials, earlier vaults
+// first, sealed as stored.
+func (r *Runtime) sessionCredentials(ctx context.Context, sessionID string) ([]models.Credential, error) {
+	now := r.now()
+	if recs, ok := r.hot.creds.get(r.hot, sessionID, now); ok {
+		return recs, nil
+	}
+	gen := r.hot.gen.Load()
+	var recs []models.Credential
+	err := r.db.WithContext(ctx).Table("credentials").Select("credentials.*").
+		Joins("JOIN session_vaults ON session_vaults.vault_id = credentials.vault_id").
+		Where("session_vaults.session_id = ?", sessionID).Order("session_vaults.position, credentials.prefix").Find(&recs).Error
+	if err != nil {
+		return nil, err
+	}
+	r.hot.creds.put(r.hot, sessionID, gen, now, recs)
+	return recs, nil
+}
+
+// credentialUsed notes a credential's use; its row learns it at the next
+// flush, at most once a minute, so no call writes the credential's row (one
+// row shared by every session of the vault).
+func (r *Runtime) credentialUsed(id string) {
+	h := r.hot
+	h.usedMu.Lock()
+	defer h.usedMu.Unlock()
+	h.lastUsed[id] = r.now()
+	if !h.flushing {
+		h.flushing = true
+		time.AfterFunc(lastUsedFlushEvery, func() { r.flushCredentialUse(context.Background()) })
+	}
+}
+
+// credentialLastUsed is a credential's last use: the newer of its row's and memory's.
+func (r *Runtime) credentialLastUsed(id string, stored *time.Time) *time.Time {
+	h := r.hot
+	h.usedMu.Lock()
+	t, ok := h.lastUsed[id]
+	h.usedMu.Unlock()
+	if ok && (stored == nil || t.After(*stored)) {
+		return &t
+	}
+	return stored
+}
+
+// flushCredentialUse writes the uses noted since the last flush; Close runs
+// it too, so a clean stop loses none. A kill -9 loses at most a minute's.
+func (r *Runtime) flushCredentialUse(ctx context.Context) {
+	h := r.hot
+	h.usedMu.Lock()
+	pending := h.lastUsed
+	h.lastUsed = map[string]time.Time{}
+	h.flushing = false
+	h.usedMu.Unlock()
+	for id, t := range pending {
+		err := r.db.WithContext(quiet(ctx)).Model(&models.Credential{}).
+			Where("id = ? AND (last_used_at IS NULL OR last_used_at < ?)", id, t).UpdateColumn("last_used_at", t).Error
+		if err != nil {
+			r.opts.Log.Warn("runtime: record credential use", "credential", id, "err", err)
+		}
+	}
+}

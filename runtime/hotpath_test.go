@@ -1,0 +1,120 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/models/modelstest"
+	"github.com/subako/subako/runtime"
+)
+
+// statementLog counts the statements a database handle runs, with their SQL.
+type statementLog struct {
+	mu   sync.Mutex
+	on   bool
+	sqls []string
+}
+
+func (l *statementLog) hook(db *gorm.DB) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.on {
+		l.sqls = append(l.sqls, db.Statement.SQL.String())
+	}
+}
+
+func (l *statementLog) start() {
+	l.mu.Lock()
+	l.on, l.sqls = true, nil
+	l.mu.Unlock()
+}
+
+func (l *statementLog) stop() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.on = false
+	return l.sqls
+}
+
+func logStatements(t testing.TB, db *models.DB) *statementLog {
+	l := &statementLog{}
+	cb := db.Callback()
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(cb.Create().After("gorm:create").Register("test:count", l.hook))
+	must(cb.Query().After("gorm:query").Register("test:count", l.hook))
+	must(cb.Update().After("gorm:update").Register("test:count", l.hook))
+	must(cb.Delete().After("gorm:delete").Register("test:count", l.hook))
+	must(cb.Row().After("gorm:row").Register("test:count", l.hook))
+	must(cb.Raw().After("gorm:raw").Register("test:count", l.hook))
+	return l
+}
+
+// The statements one allowed call may issue once the session is warm: the
+// call and its Action (one transaction: 2 inserts), its result (1 update);
+// a skill read adds its own work, finding the skill and its file (2
+// selects). PostgreSQL adds one statement to the result's transaction (SET
+// LOCAL synchronous_commit). docs/benchmarks.md states the same numbers; a
+// change that makes the path grow fails here.
+const (
+	maxMCPCallStatements   = 3
+	maxSkillReadStatements = 5
+)
+
+// TestCallStatementCount: an allowed MCP call with a credential attached, and
+// a skill read, each issue at most their stated number of statements, and
+// touch no row other calls share (no credential, no session).
+func TestCallStatementCount(t *testing.T) {
+	db := modelstest.Open(t)
+	rt, p, session, _ := benchSessionOn(t, db)
+	log := logStatements(t, db)
+	wait := 10.0
+	for _, tc := range []struct {
+		tool, input string
+		limit       int
+	}{
+		{"mcp__everything__echo", `{"message":"hi"}`, maxMCPCallStatements},
+		{"skill__policy__read", `{"path":"refunds.md"}`, maxSkillReadStatements},
+	} {
+		limit := tc.limit
+		if db.Dialect == models.Postgres {
+			limit++
+		}
+		call := func() {
+			c, err := rt.ToolCallCreate(t.Context(), p, runtime.ToolCallInput{Session: session, Tool: tc.tool, Input: json.RawMessage(tc.input), WaitSeconds: &wait})
+			if err != nil || c.Status != runtime.CallSucceeded {
+				t.Fatalf("%s: %v %+v", tc.tool, err, c)
+			}
+		}
+		// The first call of a session discovers the server's tools; the
+		// discovery's record invalidates what that call built, and the
+		// second builds what later calls reuse.
+		call()
+		call()
+		for i := range 3 {
+			log.start()
+			call()
+			sqls := log.stop()
+			if len(sqls) > limit {
+				t.Errorf("%s (call %d) issued %d statements, more than %d:\n%s", tc.tool, i+3, len(sqls), limit, strings.Join(sqls, "\n"))
+			}
+			for _, q := range sqls {
+				if strings.Contains(q, "credentials") || strings.Contains(q, "sessions") {
+					t.Errorf("%s reads or writes a credential or session row on a warm call: %s", tc.tool, q)
+				}
+			}
+			if testing.Verbose() {
+				fmt.Printf("%s: %d statements\n%s\n", tc.tool, len(sqls), strings.Join(sqls, "\n"))
+			}
+		}
+	}
+}
