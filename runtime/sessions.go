@@ -48,6 +48,10 @@ type SessionView struct {
 	EndedAt     *time.Time `json:"ended_at"`
 	Token       string     `json:"token,omitempty"`
 	MCPEndpoint string     `json:"mcp_endpoint"`
+	// AgentName and VersionNumber are filled by Session.list, read in the
+	// same query as the sessions.
+	AgentName     string `json:"agent_name,omitempty"`
+	VersionNumber int    `json:"version_number,omitempty"`
 }
 
 // SessionCreateInput binds a published version to vaults.
@@ -153,33 +157,19 @@ func (r *Runtime) SessionGet(ctx context.Context, p Principal, id string) (Sessi
 	return out, err
 }
 
-// SessionFilter narrows Session.list.
+// SessionFilter narrows Session.list; Cursor and Limit page it (lists.go).
 type SessionFilter struct {
-	Agent string `query:"agent" json:"agent"`
-	State string `query:"state" json:"state"`
+	Agent  string `query:"agent" json:"agent"`
+	State  string `query:"state" json:"state"`
+	Cursor string `query:"cursor" json:"cursor"`
+	Limit  int    `query:"limit" json:"limit"`
 }
 
-// SessionList is Session.list, newest first.
+// SessionList is Session.list, newest first: its first 200 sessions unless
+// f.Limit or f.Cursor say otherwise.
 func (r *Runtime) SessionList(ctx context.Context, p Principal, f SessionFilter) ([]SessionView, error) {
-	out := []SessionView{}
-	err := r.run(ctx, p, "Session.list", func(a *act) error {
-		q := r.db.WithContext(ctx).Order("created_at DESC").Limit(200)
-		if f.Agent != "" {
-			q = q.Where("agent_id = ?", f.Agent)
-		}
-		if f.State != "" {
-			q = q.Where("state = ?", f.State)
-		}
-		var ss []models.Session
-		if err := q.Find(&ss).Error; err != nil {
-			return err
-		}
-		for _, s := range ss {
-			out = append(out, sessionView(s, r.sessionVaults(ctx, s.ID)))
-		}
-		return nil
-	})
-	return out, err
+	pg, err := r.SessionListPage(ctx, p, f, 200)
+	return pg.Items, err
 }
 
 // SessionEnd is Session.end: its token stops working, waiting calls are refused.

@@ -53,6 +53,10 @@ type UsageFilter struct {
 	To      string `query:"to" json:"to"`
 	Session string `query:"session" json:"session"`
 	Agent   string `query:"agent" json:"agent"`
+	// Cursor and Limit page the records (200 by default); totals and days
+	// always cover the whole period.
+	Cursor string `query:"cursor" json:"cursor"`
+	Limit  int    `query:"limit" json:"limit"`
 }
 
 // UsageTotal sums one kind of usage.
@@ -91,14 +95,27 @@ type UsageReport struct {
 	Records []UsageRecordView `json:"records"`
 	// Days is the SC spent each day (UTC) by kind, oldest first.
 	Days []UsageDay `json:"days"`
+	// The cursors of the records' pages beside this one.
+	PageLinks
 }
 
 // UsageGet is Usage.get: what was metered in a period, for a session or an agent.
 func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (UsageReport, error) {
 	out := UsageReport{Totals: []UsageTotal{}, Records: []UsageRecordView{}, Days: []UsageDay{}}
 	err := r.run(ctx, p, "Usage.get", func(a *act) error {
+		c, err := ParseCursor(f.Cursor)
+		if err != nil {
+			return err
+		}
+		limit, err := pageLimit(f.Limit, 200)
+		if err != nil {
+			return err
+		}
 		q, err := r.usageQuery(ctx, f, &out.From, &out.To)
 		if err != nil {
+			return err
+		}
+		if out.Records, out.PageLinks, err = r.usagePage(ctx, q, c, limit); err != nil {
 			return err
 		}
 		var recs []models.UsageRecord
@@ -117,14 +134,8 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 			t.Credits += u.Credits
 			t.Records++
 			out.Credits += u.Credits
-			if len(out.Records) < 200 {
-				out.Records = append(out.Records, usageRecordView(u))
-			}
 		}
 		out.Days = usageDays(recs)
-		if err := r.nameUsage(ctx, out.Records); err != nil {
-			return err
-		}
 		// Known kinds first, in a fixed order; any other kind after them, by name.
 		order := []string{UsageFunctionSeconds, UsageMachineSeconds, UsageArchiveBytes}
 		for _, k := range slices.Sorted(maps.Keys(byKind)) {

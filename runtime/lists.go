@@ -1,0 +1,199 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/subako/subako/models"
+)
+
+// Lists are read a page at a time by cursor over (time, id): each page is one
+// indexed seek plus one read per kind of name it shows, never one per row.
+
+// SessionPage is one page of Session.list.
+type SessionPage struct {
+	Items []SessionView `json:"items"`
+	PageLinks
+}
+
+// sessionListRow is a session with the names its row shows, in one read.
+type sessionListRow struct {
+	models.Session
+	AgentName     string
+	VersionNumber int
+}
+
+// SessionListPage is Session.list by cursor, newest first; f.Limit defaults
+// to def.
+func (r *Runtime) SessionListPage(ctx context.Context, p Principal, f SessionFilter, def int) (SessionPage, error) {
+	out := SessionPage{Items: []SessionView{}}
+	err := r.run(ctx, p, "Session.list", func(a *act) error {
+		c, err := ParseCursor(f.Cursor)
+		if err != nil {
+			return err
+		}
+		limit, err := pageLimit(f.Limit, def)
+		if err != nil {
+			return err
+		}
+		q := r.db.WithContext(ctx).Table("sessions AS s").
+			Select("s.*, COALESCE(g.name, '') AS agent_name, COALESCE(v.number, 0) AS version_number").
+			Joins("LEFT JOIN agents g ON g.id = s.agent_id").
+			Joins("LEFT JOIN versions v ON v.id = s.version_id")
+		if f.Agent != "" {
+			q = q.Where("s.agent_id = ?", f.Agent)
+		}
+		if f.State != "" {
+			q = q.Where("s.state = ?", f.State)
+		}
+		var rows []sessionListRow
+		if err := keyset(q, "s.created_at", "s.id", c, true, limit).Scan(&rows).Error; err != nil {
+			return fmt.Errorf("runtime: list sessions: %w", err)
+		}
+		rows, out.PageLinks = pageOf(rows, c, limit, func(s sessionListRow) (time.Time, string) { return s.CreatedAt, s.ID })
+		ids := make([]string, len(rows))
+		for i, s := range rows {
+			ids[i] = s.ID
+		}
+		vaults, err := r.sessionsVaults(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, s := range rows {
+			v := sessionView(s.Session, vaults[s.ID])
+			v.AgentName, v.VersionNumber = s.AgentName, s.VersionNumber
+			out.Items = append(out.Items, v)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// sessionsVaults reads the vaults of many sessions in one query, each
+// session's in its order.
+func (r *Runtime) sessionsVaults(ctx context.Context, ids []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var svs []models.SessionVault
+	if err := r.db.WithContext(ctx).Where("session_id IN ?", ids).Order("session_id, position").Find(&svs).Error; err != nil {
+		return nil, fmt.Errorf("runtime: session vaults: %w", err)
+	}
+	for _, sv := range svs {
+		out[sv.SessionID] = append(out[sv.SessionID], sv.VaultID)
+	}
+	return out, nil
+}
+
+// ActionPage is one page of Action.list.
+type ActionPage struct {
+	Items []ActionView `json:"items"`
+	PageLinks
+}
+
+// ActionListPage is Action.list by cursor (f.Cursor), newest first; f.Before
+// (an action's id) still starts the list after that action.
+func (r *Runtime) ActionListPage(ctx context.Context, p Principal, f ActionFilter) (ActionPage, error) {
+	out := ActionPage{Items: []ActionView{}}
+	err := r.run(ctx, p, "Action.list", func(a *act) error {
+		if f.Verdict != "" && f.Verdict != VerdictAllowed && f.Verdict != VerdictRefused && f.Verdict != VerdictFailed {
+			return invalid("verdict", "invalid_verdict", "verdict must be allowed, refused or failed")
+		}
+		c, err := ParseCursor(f.Cursor)
+		if err != nil {
+			return err
+		}
+		// Action.list has always taken any limit, answering 100 for one out of range.
+		limit := f.Limit
+		if limit <= 0 || limit > MaxPageSize {
+			limit = 100
+		}
+		q := r.db.WithContext(ctx).Model(&models.Action{})
+		if f.Verb != "" {
+			q = q.Where("verb = ?", f.Verb)
+		}
+		if f.By != "" {
+			q = q.Where("(by_id = ? OR by_label = ?)", f.By, f.By)
+		}
+		if f.Verdict != "" {
+			q = q.Where("verdict = ?", f.Verdict)
+		}
+		if f.Changes {
+			q = q.Where("verb NOT IN ?", readOnlyVerbs())
+		}
+		if c.IsZero() && f.Before != "" {
+			var b models.Action
+			if err := r.db.WithContext(ctx).First(&b, "id = ?", f.Before).Error; err == nil {
+				c = Cursor{At: b.CreatedAt, ID: b.ID}
+			}
+		}
+		var recs []models.Action
+		if err := keyset(q, "created_at", "id", c, true, limit).Find(&recs).Error; err != nil {
+			return fmt.Errorf("runtime: list actions: %w", err)
+		}
+		recs, out.PageLinks = pageOf(recs, c, limit, func(a models.Action) (time.Time, string) { return a.CreatedAt, a.ID })
+		for _, rec := range recs {
+			out.Items = append(out.Items, actionView(rec))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SandboxPage is one page of Sandbox.list.
+type SandboxPage struct {
+	Items []SandboxView `json:"items"`
+	PageLinks
+}
+
+// SandboxListPage is Sandbox.list by cursor, newest first; f.Limit defaults to def.
+func (r *Runtime) SandboxListPage(ctx context.Context, p Principal, f SandboxFilter, def int) (SandboxPage, error) {
+	out := SandboxPage{Items: []SandboxView{}}
+	err := r.run(ctx, p, "Sandbox.list", func(a *act) error {
+		c, err := ParseCursor(f.Cursor)
+		if err != nil {
+			return err
+		}
+		limit, err := pageLimit(f.Limit, def)
+		if err != nil {
+			return err
+		}
+		q := r.db.WithContext(ctx).Model(&models.Sandbox{})
+		if f.Session != "" {
+			if _, err := r.loadSession(ctx, p, f.Session); err != nil {
+				return err
+			}
+			a.target(f.Session)
+			q = q.Where("session_id = ?", f.Session)
+		}
+		var ms []models.Sandbox
+		if err := keyset(q, "created_at", "id", c, true, limit).Find(&ms).Error; err != nil {
+			return fmt.Errorf("runtime: list sandboxes: %w", err)
+		}
+		ms, out.PageLinks = pageOf(ms, c, limit, func(m models.Sandbox) (time.Time, string) { return m.CreatedAt, m.ID })
+		titles, err := r.sessionTitles(ctx, ms)
+		for _, m := range ms {
+			out.Items = append(out.Items, r.sandboxView(m, titles[m.SessionID]))
+		}
+		return err
+	})
+	return out, err
+}
+
+// usagePage reads one page of the records q selects, newest first, named.
+func (r *Runtime) usagePage(ctx context.Context, q *gorm.DB, c Cursor, limit int) ([]UsageRecordView, PageLinks, error) {
+	var recs []models.UsageRecord
+	if err := keyset(q.Session(&gorm.Session{}), "started_at", "id", c, true, limit).Find(&recs).Error; err != nil {
+		return nil, PageLinks{}, fmt.Errorf("runtime: usage records: %w", err)
+	}
+	recs, links := pageOf(recs, c, limit, func(u models.UsageRecord) (time.Time, string) { return u.StartedAt, u.ID })
+	out := make([]UsageRecordView, len(recs))
+	for i, u := range recs {
+		out[i] = usageRecordView(u)
+	}
+	return out, links, r.nameUsage(ctx, out)
+}
