@@ -13,6 +13,7 @@ run: build
 
 build: packages
 	$(GO) build -o $(BIN) ./cmd/subako
+	$(GO) build -o $(dir $(BIN))subako-agent ./cmd/subako-agent
 
 # The shipped function packages (jq, html, javascript, github), built for
 # GOOS=wasip1 into the folder cmd/subako embeds; git-ignored, never committed.

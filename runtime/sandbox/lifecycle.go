@@ -43,7 +43,7 @@ func (m *Manager) startLocked(ctx context.Context, b *box, key Key) error {
 		return fmt.Errorf("sandbox: record start of %s: %w", rec.ID, err)
 	}
 	failpoint("start.recorded")
-	b.rec, b.machine = rec, machine
+	b.rec, b.machine, b.storedActive = rec, machine, rec.LastActiveAt
 	m.notify(rec)
 	return nil
 }

@@ -85,6 +85,9 @@ type box struct {
 	// retryRetire is when a retirement held back by a failed archive is
 	// tried again (zero: at once).
 	retryRetire time.Time
+	// storedActive is the LastActiveAt the Store holds: execs only move
+	// rec.LastActiveAt, and Tick records it when it moved.
+	storedActive time.Time
 }
 
 // NewManager checks cfg and fills in defaults.
@@ -153,9 +156,9 @@ func (m *Manager) Exec(ctx context.Context, key Key, req ExecRequest) (ExecResul
 		}
 		return res, fmt.Errorf("sandbox %s: the machine stopped (for example at its memory limit); /workspace was kept and the next exec starts it again: %w", b.rec.ID, err)
 	}
-	if perr := m.cfg.Store.Put(context.WithoutCancel(ctx), b.rec); perr != nil {
-		m.cfg.Logger.Warn("sandbox: record last activity", "sandbox", b.rec.ID, "err", perr)
-	}
+	// No write here: the last activity is kept in memory and recorded by
+	// Tick (flushActivity), the only reader that needs it after a restart
+	// (Recover bills a machine left running until then at the latest).
 	return res, err
 }
 

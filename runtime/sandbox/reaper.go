@@ -32,6 +32,8 @@ func (m *Manager) Tick(ctx context.Context) error {
 		idle := b.machine != nil && b.active == 0 && !m.now().Before(b.rec.LastActiveAt.Add(m.cfg.IdleTimeout))
 		if idle {
 			errs = append(errs, m.suspendLocked(ctx, b, m.now()))
+		} else {
+			errs = append(errs, m.flushActivity(ctx, b))
 		}
 		b.mu.Unlock()
 	}
@@ -45,6 +47,22 @@ func (m *Manager) Tick(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// flushActivity records a running sandbox's last activity if execs moved it
+// since it was last recorded (b.mu held): one write per Tick at most, in
+// place of one per exec. A crash loses at most a Tick's worth of it, and
+// Recover bills a machine it finds running until its recorded last activity
+// plus IdleTimeout.
+func (m *Manager) flushActivity(ctx context.Context, b *box) error {
+	if b.machine == nil || b.rec.State != StateRunning || b.rec.LastActiveAt.Equal(b.storedActive) {
+		return nil
+	}
+	if err := m.cfg.Store.Put(ctx, b.rec); err != nil {
+		return fmt.Errorf("sandbox: record last activity of %s: %w", b.rec.ID, err)
+	}
+	b.storedActive = b.rec.LastActiveAt
+	return nil
 }
 
 // heldRetirements bounds how many RetireAfter periods a sandbox whose

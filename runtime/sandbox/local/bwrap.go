@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -49,20 +48,6 @@ func (t *fdTable) open(p string) (string, error) {
 	return t.add(f), nil
 }
 
-// data returns an fd that reads content, for --ro-bind-data.
-func (t *fdTable) data(content string) (string, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return "", err
-	}
-	defer w.Close()
-	if _, err := w.WriteString(content); err != nil {
-		r.Close()
-		return "", err
-	}
-	return t.add(r), nil
-}
-
 // blob returns an fd that reads content from its start, of any size (a
 // pipe would block past its buffer), for --args.
 func (t *fdTable) blob(name, content string) (string, error) {
@@ -89,9 +74,9 @@ func (t *fdTable) close() {
 }
 
 // bwrapArgs builds the command line for one machine; the caller adds
-// --info-fd, --block-fd and the command. agentMounts go under /.subako,
-// before the root is made read-only (they stay as they are).
-func bwrapArgs(fds *fdTable, releaseRoot, agent string, spec sandbox.Spec, tmpBytes int64, agentMounts ...string) ([]string, error) {
+// --info-fd, --block-fd and the command. The root is the skeleton, bound
+// read-only; agentMounts go on its mount points under /.subako.
+func bwrapArgs(fds *fdTable, skel *skeleton, releaseRoot string, spec sandbox.Spec, tmpBytes int64, agentMounts ...string) ([]string, error) {
 	args := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns",
 		"--die-with-parent", "--new-session",
@@ -106,62 +91,35 @@ func bwrapArgs(fds *fdTable, releaseRoot, agent string, spec sandbox.Spec, tmpBy
 		"--setenv", "SHELL", "/bin/sh", "--setenv", "LANG", "C.UTF-8", "--setenv", "TERM", "dumb",
 		"--setenv", sandbox.AgentEnv, "1",
 	}
-	rel, err := releaseArgs(fds, releaseRoot)
+	rootFD, err := fds.open(skel.dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sandbox root: %w", err)
 	}
-	args = append(args, rel...)
+	usr, err := fds.open(filepath.Join(releaseRoot, "usr"))
+	if err != nil {
+		return nil, fmt.Errorf("release root %s: %w", releaseRoot, err)
+	}
+	args = append(args, "--ro-bind-fd", rootFD, "/", "--ro-bind-fd", usr, "/usr")
+	for _, name := range skel.dirs {
+		fd, err := fds.open(filepath.Join(releaseRoot, name))
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--ro-bind-fd", fd, "/"+name)
+	}
 	// Sized tmpfs: what a sandbox writes there is memory, bounded twice
 	// (this size, and the machine's memory limit it is charged to).
 	size := strconv.FormatInt(tmpBytes, 10)
 	args = append(args, "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/tmp")
-	etc, err := etcArgs(fds, releaseRoot, spec.Network)
-	if err != nil {
-		return nil, err
-	}
-	args = append(args, etc...)
 	mounts, err := mountArgs(fds, spec)
 	if err != nil {
 		return nil, err
 	}
 	args = append(args, mounts...)
-	agentFD, err := fds.open(agent)
-	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
-	args = append(args, "--perms", "0755", "--dir", path.Dir(agentPath), "--ro-bind-fd", agentFD, agentPath)
 	args = append(args, agentMounts...)
-	// Everything but /workspace, /tmp and /dev/shm ends read-only.
-	return append(args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/workspace"), nil
-}
-
-func releaseArgs(fds *fdTable, root string) ([]string, error) {
-	usr, err := fds.open(filepath.Join(root, "usr"))
-	if err != nil {
-		return nil, fmt.Errorf("release root %s: %w", root, err)
-	}
-	args := []string{"--ro-bind-fd", usr, "/usr"}
-	for _, name := range releaseTop {
-		p := filepath.Join(root, name)
-		fi, err := os.Lstat(p)
-		switch {
-		case err != nil:
-			continue
-		case fi.Mode()&os.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return nil, err
-			}
-			args = append(args, "--symlink", target, "/"+name)
-		case fi.IsDir():
-			fd, err := fds.open(p)
-			if err != nil {
-				return nil, err
-			}
-			args = append(args, "--ro-bind-fd", fd, "/"+name)
-		}
-	}
-	return args, nil
+	// Everything but /workspace, /tmp and /dev/shm is read-only: the root
+	// and the release are bound so, /dev is remounted.
+	return append(args, "--remount-ro", "/dev", "--chdir", "/workspace"), nil
 }
 
 func mountArgs(fds *fdTable, spec sandbox.Spec) ([]string, error) {
@@ -169,12 +127,18 @@ func mountArgs(fds *fdTable, spec sandbox.Spec) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	args := []string{"--bind-fd", ws, "/workspace", "--perms", "0755", "--dir", "/skills"}
+	args := []string{"--bind-fd", ws, "/workspace"}
+	if len(spec.Skills) == 0 {
+		return args, nil
+	}
+	// The skills' mount points are made in a small tmpfs over the
+	// skeleton's empty /skills, read-only once they are bound.
 	names := make([]string, 0, len(spec.Skills))
 	for name := range spec.Skills {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	args = append(args, "--size", "65536", "--tmpfs", "/skills")
 	for _, name := range names {
 		fd, err := fds.open(spec.Skills[name])
 		if err != nil {
@@ -182,7 +146,7 @@ func mountArgs(fds *fdTable, spec sandbox.Spec) ([]string, error) {
 		}
 		args = append(args, "--ro-bind-fd", fd, "/skills/"+name)
 	}
-	return args, nil
+	return append(args, "--remount-ro", "/skills"), nil
 }
 
 // etcFiles is the generated /etc: one user, no secrets.
@@ -201,54 +165,6 @@ func etcFiles(network string) map[string]string {
 		"resolv.conf":   resolv,
 		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
 	}
-}
-
-func etcArgs(fds *fdTable, root, network string) ([]string, error) {
-	args := []string{"--perms", "0755", "--dir", "/etc"}
-	files := etcFiles(network)
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		fd, err := fds.data(files[name])
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, "--perms", "0644", "--ro-bind-data", fd, "/etc/"+name)
-	}
-	args = append(args, "--perms", "0755", "--dir", "/etc/ssl", "--perms", "0755", "--dir", "/etc/alternatives")
-	for _, name := range releaseEtc {
-		if fd, err := fds.open(filepath.Join(root, "etc", name)); err == nil {
-			args = append(args, "--ro-bind-fd", fd, "/etc/"+name)
-		}
-	}
-	args = append(args, "--symlink", "/usr/share/zoneinfo/Etc/UTC", "/etc/localtime")
-	if _, err := os.Stat(filepath.Join(root, "usr/lib/os-release")); err == nil {
-		args = append(args, "--symlink", "../usr/lib/os-release", "/etc/os-release")
-	}
-	return append(args, alternativesArgs(root)...), nil
-}
-
-// alternativesArgs recreates Debian's /etc/alternatives links (awk, editor,
-// pager…), without which those commands would not be found. Only links into
-// the release's own folders are kept.
-func alternativesArgs(root string) []string {
-	dir := filepath.Join(root, "etc/alternatives")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var args []string
-	for _, e := range entries {
-		target, err := os.Readlink(filepath.Join(dir, e.Name()))
-		if err != nil || !path.IsAbs(target) || !inRelease(target) {
-			continue
-		}
-		args = append(args, "--symlink", target, "/etc/alternatives/"+e.Name())
-	}
-	return args
 }
 
 func inRelease(p string) bool {

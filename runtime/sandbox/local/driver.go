@@ -32,8 +32,9 @@ type Config struct {
 	// UID and GID are the host ids sandboxes run as when the server is root
 	// (default 65534, nobody). A server that is not root uses its own ids.
 	UID, GID int
-	// AgentPath is the executable bound at /.subako/agent (default: the
-	// running binary). It is copied into RunDir first.
+	// AgentPath is the executable bound at /.subako/agent (default:
+	// subako-agent next to the running binary if it is of the same build,
+	// else the running binary). It is copied into RunDir first.
 	AgentPath string
 	// Bwrap and Slirp4netns are the programs' paths (default: from PATH).
 	Bwrap, Slirp4netns string
@@ -67,6 +68,7 @@ type Driver struct {
 	agent         string // the staged copy of cfg.AgentPath
 	agentMu       sync.Mutex
 	cgroupWarning sync.Once
+	skel          skeletons
 }
 
 var validID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -86,10 +88,17 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.UID < 0 || cfg.GID < 0 {
 		return nil, fmt.Errorf("local: uid %d / gid %d: must be positive (0 is refused: sandboxes never run as root)", cfg.UID, cfg.GID)
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	if cfg.AgentPath == "" {
-		// The running binary itself, even if an upgrade replaced the file
-		// os.Executable names: host and agent must speak the same protocol.
-		cfg.AgentPath = "/proc/self/exe"
+		// subako-agent from the same build, else the running binary itself,
+		// even if an upgrade replaced the file os.Executable names: host and
+		// agent must speak the same protocol.
+		var why string
+		if cfg.AgentPath, why = defaultAgent(); why != "" {
+			cfg.Logger.Warn("sandbox: not using "+AgentName+"; the server's own binary is the agent, and cold starts take longer", "reason", why)
+		}
 	}
 	if cfg.RunDir == "" {
 		cfg.RunDir = "/run/subako"
@@ -105,6 +114,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	pruneStagedAgents(cfg.RunDir, staged)
+	pruneSkeletons(cfg.RunDir, func(string) bool { return false })
 	if cfg.CgroupRoot == "" {
 		cfg.CgroupRoot = "/sys/fs/cgroup"
 	}

@@ -30,7 +30,12 @@ func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, s
 		}
 		extra = []string{"--bind-fd", fd, execPidsMount}
 	}
-	args, err := bwrapArgs(fds, releaseRoot, agent, spec, d.cfg.TmpBytes, extra...)
+	skel, err := d.skeletonFor(releaseRoot, spec.Network, agent)
+	if err != nil {
+		return nil, err
+	}
+	skel.touch()
+	args, err := bwrapArgs(fds, skel, releaseRoot, spec, d.cfg.TmpBytes, extra...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,120 @@
+package local
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/subako/subako/runtime/sandbox"
+)
+
+// The issue 11 benchmarks run Subako and its baseline in the same loop,
+// alternating, and report the ratio of their mean times ("x-bare"), so a
+// machine busy with other work slows both alike.
+
+// bareBwrap is the floor of a cold start: bwrap with the same namespaces, a
+// read-only /usr and a bound workspace running `sh -c true` (NOTES.md).
+func bareBwrap(b *testing.B, ws string, uid, gid int) func() {
+	return func() {
+		cmd := exec.Command("bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+			"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+			"--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+			"--bind", ws, "/workspace", "--chdir", "/workspace", "sh", "-c", "true")
+		if uid != syscall.Getuid() {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
+
+// alternate runs subako and base in turn b.N times each and reports both
+// means and their ratio.
+func alternate(b *testing.B, subako, base func()) {
+	var ts, tb time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		subako()
+		t1 := time.Now()
+		base()
+		ts += t1.Sub(t0)
+		tb += time.Since(t1)
+		n++
+	}
+	b.ReportMetric(float64(ts.Microseconds())/float64(n)/1000, "ms-subako")
+	b.ReportMetric(float64(tb.Microseconds())/float64(n)/1000, "ms-bare")
+	b.ReportMetric(float64(ts)/float64(tb), "x-bare")
+}
+
+// productionAgent builds cmd/subako-agent, the agent `make build` ships
+// next to the server, so a cold start is measured with it.
+// SUBAKO_BENCH_AGENT names another agent instead (the subako binary, as
+// servers used before subako-agent).
+func productionAgent(b *testing.B) string {
+	if p := os.Getenv("SUBAKO_BENCH_AGENT"); p != "" {
+		return p
+	}
+	out := filepath.Join(b.TempDir(), "subako-agent")
+	if msg, err := exec.Command("go", "build", "-o", out, "github.com/subako/subako/cmd/subako-agent").CombinedOutput(); err != nil {
+		b.Fatalf("build the agent: %v: %s", err, msg)
+	}
+	return out
+}
+
+func coldStart(b *testing.B, d *Driver, ws string) func() {
+	return func() {
+		m, err := d.Start(context.Background(), sandbox.Spec{ID: "bench", Release: "2026", Network: sandbox.NetworkNone, WorkspaceDir: ws,
+			Limits: sandbox.Limits{MemoryBytes: 512 << 20, Pids: 256, CPUPercent: 100}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: "true"}); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Stop(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHotColdStartVsBare is a sandbox's first exec (start with the
+// default limits, exec `true`, stop) against bare bwrap.
+func BenchmarkHotColdStartVsBare(b *testing.B) {
+	d := newDriver(b, Config{AgentPath: productionAgent(b)})
+	ws := workspace(b)
+	uid, gid := d.ids()
+	alternate(b, coldStart(b, d, ws), bareBwrap(b, workspace(b), uid, gid))
+}
+
+// BenchmarkHotColdStartDiskVsBare adds a 2 GiB workspace disk, as
+// --sandbox-disk does.
+func BenchmarkHotColdStartDiskVsBare(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("workspace disks need root")
+	}
+	d := newDriver(b, Config{DiskBytes: 2 << 30, AgentPath: productionAgent(b)})
+	ws := workspace(b)
+	uid, gid := d.ids()
+	alternate(b, coldStart(b, d, ws), bareBwrap(b, workspace(b), uid, gid))
+}
+
+// BenchmarkHotWarmExecVsSh is a later exec of `true` in a running machine
+// against the host running `sh -c true`.
+func BenchmarkHotWarmExecVsSh(b *testing.B) {
+	m := start(b, newDriver(b, Config{}), sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 512 << 20, Pids: 256, CPUPercent: 100}})
+	alternate(b, func() {
+		if _, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: "true"}); err != nil {
+			b.Fatal(err)
+		}
+	}, func() {
+		if err := exec.Command("/bin/sh", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
