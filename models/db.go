@@ -39,6 +39,7 @@ type DB struct {
 // was a fifth of a call's CPU). The cache is bounded: queries built with
 // lists of varying length each make their own statement.
 const (
+	pgIdleConns    = 16
 	prepareStmtMax = 512
 	prepareStmtTTL = time.Hour
 )
@@ -63,6 +64,16 @@ func Open(dataDir, url string) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("models: open postgres: %w", err)
 		}
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, fmt.Errorf("models: postgres handle: %w", err)
+		}
+		// Connections are kept, not closed as soon as more than two are idle
+		// (database/sql's default): a new connection costs a backend's start
+		// and every statement prepared again, and concurrent calls would pay
+		// it on every burst.
+		sqlDB.SetMaxIdleConns(pgIdleConns)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		return prepared(db, Postgres), nil
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
@@ -84,6 +95,8 @@ func Open(dataDir, url string) (*DB, error) {
 	}
 	// One writer at a time is SQLite's model; a small pool keeps readers concurrent.
 	sqlDB.SetMaxOpenConns(4)
+	sqlDB.SetMaxIdleConns(4) // kept open: each keeps its prepared statements
+
 	return prepared(db, SQLite), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -116,5 +117,60 @@ func TestCallStatementCount(t *testing.T) {
 				fmt.Printf("%s: %d statements\n%s\n", tc.tool, len(sqls), strings.Join(sqls, "\n"))
 			}
 		}
+	}
+}
+
+// TestHotPathFollowsChanges: what calls reuse from memory changes at once
+// with what it was built from: a credential replaced is the one the next
+// call attaches, an ended session refuses the next call; and the last use
+// of a credential reaches its row when the runtime closes.
+func TestHotPathFollowsChanges(t *testing.T) {
+	db := modelstest.Open(t)
+	rt, p, session, url := benchSessionOn(t, db)
+	ctx := t.Context()
+	owner, err := rt.PrincipalForEmail(ctx, "owner@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vaults, err := rt.VaultList(ctx, owner)
+	if err != nil || len(vaults) != 1 {
+		t.Fatalf("vaults: %v %v", vaults, err)
+	}
+	wait := 10.0
+	echo := func() (runtime.ToolCallView, error) {
+		return rt.ToolCallCreate(ctx, p, runtime.ToolCallInput{Session: session, Tool: "mcp__everything__echo", Input: json.RawMessage(`{"message":"hi"}`), WaitSeconds: &wait})
+	}
+	for range 3 {
+		if c, err := echo(); err != nil || c.Status != runtime.CallSucceeded {
+			t.Fatalf("echo: %v %+v", err, c)
+		}
+	}
+	setSecret := func(secret string) {
+		t.Helper()
+		if _, err := rt.CredentialSet(ctx, owner, runtime.CredentialInput{Vault: vaults[0].ID, Prefix: url, Type: "bearer", Secret: secret}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setSecret("wrong-token-0123456789")
+	if c, err := echo(); err != nil || c.Status != runtime.CallFailed {
+		t.Fatalf("right after the credential was replaced by a wrong one, the call still used the old one: %v %+v", err, c)
+	}
+	setSecret(benchToken)
+	if c, err := echo(); err != nil || c.Status != runtime.CallSucceeded {
+		t.Fatalf("with the right secret back: %v %+v", err, c)
+	}
+	if _, err := rt.SessionEnd(ctx, owner, session); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := echo(); err == nil || !strings.Contains(err.Error(), "ended") {
+		t.Fatalf("a call right after the session ended: %v %+v", err, c)
+	}
+	var used struct{ LastUsedAt *time.Time }
+	rt.Close()
+	if err := db.Table("credentials").Select("last_used_at").Take(&used).Error; err != nil {
+		t.Fatal(err)
+	}
+	if used.LastUsedAt == nil {
+		t.Fatal("after Close the credential's row does not say it was used")
 	}
 }
