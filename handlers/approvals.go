@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/subako/subako/runtime"
@@ -76,7 +75,7 @@ func (h *Handlers) Approvals(c echo.Context) error {
 	}
 	qv := queueView(p, q, f)
 	events := filterValues(f)
-	events.Set("seen", liveSeen(ctx(c), map[string]templ.Component{"queue": pages.ApprovalQueue(qv)}))
+	events.Set("seen", queueSeen(qv))
 	fv := pages.ApprovalFilterView{Agent: f.Agent, Session: f.Session, Grant: f.Grant, Tool: f.Tool, Order: f.Order,
 		Grants: q.Grants, Tools: q.Tools, EventsURL: "/approvals/events?" + events.Encode()}
 	for _, a := range q.Agents {
@@ -286,9 +285,10 @@ func jsonToken(s string, i int) (int, string) {
 	return i + 1, ""
 }
 
-// ApprovalEvents streams the queue fragment as server-sent events: once on
-// connecting (a reconnecting page may have missed changes), then after every
-// approval or session change. The runtime's events are hints to re-read, so
+// ApprovalEvents streams the queue as server-sent events: whole on
+// connecting unless the page showed it moments ago (a reconnecting page may
+// have missed changes), then, after every approval or session change, only
+// the approvals that arrived, changed or left (queueLive). The runtime's events are hints to re-read, so
 // every update is a fresh Approval.list under the viewer's current access:
 // a person signed out or removed stops receiving at the next change.
 func (h *Handlers) ApprovalEvents(c echo.Context) error {
@@ -306,8 +306,9 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	beat := time.NewTicker(sseHeartbeat)
 	defer beat.Stop()
 	p := principal(c)
+	var sent queueLive
 	for {
-		err := h.pushQueue(c, out, p, f)
+		err := h.pushQueue(c, out, &sent, p, f)
 		if err != nil && !c.Response().Committed {
 			return err // refused before the stream started: the client gets a status
 		}
@@ -327,7 +328,7 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	}
 }
 
-func (h *Handlers) pushQueue(c echo.Context, out *sseStream, p runtime.Principal, f runtime.QueueFilter) error {
+func (h *Handlers) pushQueue(c echo.Context, out *sseStream, sent *queueLive, p runtime.Principal, f runtime.QueueFilter) error {
 	q, err := h.RT.ApprovalQueue(ctx(c), p, f)
 	if err != nil {
 		return err
@@ -336,7 +337,7 @@ func (h *Handlers) pushQueue(c echo.Context, out *sseStream, p runtime.Principal
 		// Through echo, so it knows: the send below may skip an unchanged queue.
 		c.Response().WriteHeader(http.StatusOK)
 	}
-	if err := out.send(ctx(c), "queue", pages.ApprovalQueue(queueView(p, q, f))); err != nil {
+	if err := sent.push(ctx(c), out, queueView(p, q, f)); err != nil {
 		return err
 	}
 	return http.NewResponseController(out.w).Flush()

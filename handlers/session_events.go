@@ -21,8 +21,10 @@ import (
 )
 
 // The session page's event stream: a comment every sseHeartbeat keeps proxies
-// from closing an idle stream and shows when the client has gone; sseSettle
-// lets a burst of events (queued, running, succeeded) become one update.
+// from closing an idle stream and shows when the client has gone. The first
+// event after a quiet spell is sent at once; events that follow within
+// sseSettle of an update (queued, running, succeeded) become one more update
+// at the end of that window, so a burst costs at most one update per window.
 const (
 	sseHeartbeat = 15 * time.Second
 	sseSettle    = 50 * time.Millisecond
@@ -47,10 +49,11 @@ func (h *Handlers) SessionEvents(c echo.Context) error {
 	sid, _ := c.Get(webSIDKey).(string)
 	beat := time.NewTicker(sseHeartbeat)
 	defer beat.Stop()
+	var calls liveList
 	for {
 		// Checked once on connecting too: a change between the page's render
 		// and the stream's start would otherwise be missed.
-		if err := h.pushSession(c, out, sid, id); err != nil {
+		if err := h.pushSession(c, out, &calls, sid, id); err != nil {
 			if e, ok := runtime.AsError(err); !ok || e.Kind == runtime.KindInternal {
 				h.Log.Warn("session events: stream ended", "session", id, "err", err)
 			}
@@ -62,7 +65,7 @@ func (h *Handlers) SessionEvents(c echo.Context) error {
 	}
 }
 
-func (h *Handlers) pushSession(c echo.Context, out *sseStream, sid, id string) error {
+func (h *Handlers) pushSession(c echo.Context, out *sseStream, calls *liveList, sid, id string) error {
 	p, err := h.RT.AuthenticateSession(ctx(c), sid)
 	if err != nil {
 		return err
@@ -73,9 +76,15 @@ func (h *Handlers) pushSession(c echo.Context, out *sseStream, sid, id string) e
 	}
 	parts := live.parts()
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
+		if name == "calls" {
+			continue // a call at a time, below
+		}
 		if err := out.send(ctx(c), name, parts[name]); err != nil {
 			return err
 		}
+	}
+	if err := pushCalls(ctx(c), out, calls, live.calls); err != nil {
+		return err
 	}
 	return http.NewResponseController(out.w).Flush()
 }
@@ -98,6 +107,9 @@ func (l sessionLive) parts() map[string]templ.Component {
 type sseStream struct {
 	w    http.ResponseWriter
 	last map[string]string
+	// pushed is when the last update started: events within sseSettle of
+	// it wait for the window's end and go out together.
+	pushed time.Time
 }
 
 // newSSEStream starts a stream for a page that rendered the parts in seen
@@ -163,16 +175,8 @@ func (s *sseStream) send(cx context.Context, name string, comp templ.Component) 
 		return nil
 	}
 	s.last[name] = sum
-	var ev strings.Builder
-	ev.WriteString("event: " + name + "\n")
-	// A data line ends at any line break; each line of the HTML needs its own.
-	html = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(html)
-	for line := range strings.SplitSeq(html, "\n") {
-		ev.WriteString("data: " + line + "\n")
-	}
-	ev.WriteString("\n")
-	_, err := io.WriteString(s.w, ev.String())
-	return err
+	// A data line ends at any line break; each line of the HTML gets its own.
+	return writeEvent(s.w, name, html)
 }
 
 // await waits for an event that matters to this stream, sending heartbeats
@@ -194,25 +198,38 @@ func (s *sseStream) await(cx context.Context, events <-chan runtime.Event, beat 
 				return false
 			}
 			if matters(ev) {
-				return settle(cx, events)
+				return s.settle(cx, events)
 			}
 		}
 	}
 }
 
-func settle(cx context.Context, events <-chan runtime.Event) bool {
-	t := time.NewTimer(sseSettle)
-	defer t.Stop()
-	for {
-		select {
-		case <-cx.Done():
-			return false
-		case <-t.C:
-			return true
-		case _, ok := <-events:
-			if !ok {
+// settle lets an update go: at once when the last one is older than the
+// window, else at the window's end. Either way the events already queued
+// are taken first, as the re-read that follows covers them.
+func (s *sseStream) settle(cx context.Context, events <-chan runtime.Event) bool {
+	if wait := sseSettle - time.Since(s.pushed); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+	window:
+		for {
+			select {
+			case <-cx.Done():
 				return false
+			case <-t.C:
+				break window
+			case _, ok := <-events:
+				if !ok {
+					return false
+				}
 			}
 		}
 	}
+	for n := len(events); n > 0; n-- {
+		if _, ok := <-events; !ok {
+			return false
+		}
+	}
+	s.pushed = time.Now()
+	return true
 }

@@ -51,8 +51,9 @@
     if (e.target.hasAttribute && e.target.hasAttribute("data-autosubmit") && e.target.form) e.target.form.submit();
   });
 
-  // A live update replaces the whole queue; what the approver was doing in it
-  // (focus, a half-typed reason, an opened input) is carried over by item.
+  // A live update replaces the whole queue on reconnecting, else one item at
+  // a time; what the approver was doing in it (focus, a half-typed reason, an
+  // opened input) is carried over by item.
   var saved = null;
   document.addEventListener("htmx:sseBeforeMessage", function () {
     saved = { focus: null, inReason: false, caret: 0, reasons: {}, open: {} };
@@ -87,8 +88,14 @@
     tick();
   });
 
+  // The queue says when its live stream is open (tests wait for it).
+  document.addEventListener("htmx:sseOpen", function (e) {
+    if (e.target.matches && e.target.matches("[data-testid=approval-live]")) e.target.setAttribute("data-live", "open");
+  });
+
   function showPending() {
-    var q = document.getElementById("approval-queue");
+    // Live updates send the count alone (approval-pending), not the whole queue.
+    var q = document.getElementById("approval-pending") || document.getElementById("approval-queue");
     if (!q) return;
     var n = parseInt(q.getAttribute("data-pending"), 10) || 0;
     document.title = (n > 0 ? "(" + n + ") " : "") + "Approvals · Subako";
