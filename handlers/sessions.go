@@ -180,7 +180,7 @@ func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages
 	for _, id := range s.Vaults {
 		name := id
 		if vlt, err := h.RT.VaultGet(ctx(c), p, id); err == nil {
-			name = vlt.Name
+			name = vlt.Name + needsReconnect(vlt)
 		}
 		d.Vaults = append(d.Vaults, pages.Option{Value: id, Label: name})
 	}

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -64,4 +65,19 @@ func oauthRow(row *pages.CredentialRow, cr runtime.CredentialView) {
 	row.Status, row.StatusDetail, row.ClientID, row.Registration, row.Issuer, row.TokenURL, row.Scopes =
 		cr.Status, cr.StatusDetail, cr.ClientID, cr.Registration, cr.Issuer, cr.TokenURL, cr.Scopes
 	row.Expires = isoTimePtr(cr.ExpiresAt)
+}
+
+// needsReconnect is what the session page adds to a vault's name when an
+// OAuth credential in it can no longer refresh.
+func needsReconnect(v runtime.VaultView) string {
+	var prefixes []string
+	for _, cr := range v.Credentials {
+		if cr.Status == runtime.CredentialNeedsReconnecting {
+			prefixes = append(prefixes, cr.Prefix)
+		}
+	}
+	if len(prefixes) == 0 {
+		return ""
+	}
+	return " (needs reconnecting: " + strings.Join(prefixes, ", ") + ")"
 }

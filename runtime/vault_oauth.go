@@ -24,6 +24,10 @@ const (
 	CredentialClientCredentials = "client_credentials" // machine to machine
 )
 
+// CredentialNeedsReconnecting is the Status of an OAuth credential whose
+// grant was refused: a person must connect it again.
+const CredentialNeedsReconnecting = models.CredentialNeedsReconnect
+
 func isOAuthType(t string) bool { return t == CredentialOAuth || t == CredentialClientCredentials }
 
 // refreshBefore is how long before its expiry an access token is replaced.
@@ -272,7 +276,9 @@ func (r *Runtime) refreshFailed(ctx context.Context, rec models.Credential, sec 
 		}
 		r.forgetOAuth(rec.ID)
 		r.opts.Log.Warn("runtime: oauth credential needs reconnecting", "credential", rec.ID, "err", oe)
-		return cachedToken{}, r.expiredError(ctx, rec.ID, reason)
+		expired := r.expiredError(ctx, rec.ID, reason)
+		r.markDiscoveries(ctx, rec.ID, expired.Error())
+		return cachedToken{}, expired
 	}
 	_, _ = r.casCredential(ctx, rec.ID, rec.Version, map[string]any{"version": rec.Version + 1})
 	if cur := tokenOf(rec, sec); cur.access != "" && (cur.expires.IsZero() || r.now().Before(cur.expires)) {
@@ -326,4 +332,18 @@ func oauthView(v *CredentialView, c models.Credential) {
 	_ = json.Unmarshal([]byte(c.OAuth), &s)
 	v.Status, v.StatusDetail, v.ExpiresAt, v.RefreshedAt = c.Status, c.StatusDetail, c.ExpiresAt, c.RefreshedAt
 	v.TokenURL, v.ClientID, v.Scopes, v.Issuer, v.Registration = s.TokenURL, s.ClientID, s.Scopes, s.Issuer, s.Registration
+}
+
+// markDiscoveries records on the MCP discoveries made with a credential why
+// it stopped working, keeping their tools: the session page shows the
+// server's last known tools with this reason rather than losing them. An
+// empty reason clears it (the credential was reconnected).
+func (r *Runtime) markDiscoveries(ctx context.Context, credID, reason string) {
+	q := r.db.WithContext(ctx).Model(&models.MCPDiscovery{}).Where("credential_id = ?", credID)
+	if reason == "" {
+		q = q.Where("error <> ''")
+	}
+	if err := q.Update("error", truncate(reason, 1000)).Error; err != nil {
+		r.opts.Log.Warn("runtime: note an oauth credential on its discoveries", "credential", credID, "err", err)
+	}
 }

@@ -304,7 +304,11 @@ func (r *Runtime) writeOAuth(ctx context.Context, vaultID, prefix, typ string, s
 	if creating {
 		return rec, db.Create(&rec).Error
 	}
-	return rec, db.Save(&rec).Error
+	if err := db.Save(&rec).Error; err != nil {
+		return rec, err
+	}
+	r.markDiscoveries(ctx, rec.ID, "")
+	return rec, nil
 }
 
 // previousClient is the client of the prefix's current OAuth credential, if

@@ -161,6 +161,19 @@ func TestOAuthConnectRefreshRevokeReconnect(t *testing.T) {
 		t.Fatalf("after a refused refresh the credential says %q (%q), want needs_reconnecting with a reason", cv.Status, cv.StatusDetail)
 	}
 
+	// The server's tools stay on the session, with why they fail.
+	rep, err := w.rt.SessionToolsReport(t.Context(), w.owner, w.session, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, tool := range rep.Tools {
+		listed = listed || tool.Name == "mcp__srv__echo"
+	}
+	if !listed || len(rep.Problems) != 1 || !rep.Problems[0].Stale || !strings.Contains(rep.Problems[0].Error, "credential_expired") {
+		t.Fatalf("session tools after revocation: echo listed %v, problems %+v; want echo kept and a credential_expired reason", listed, rep.Problems)
+	}
+
 	regs := w.srv.Stats().Registrations
 	w.connect(t, runtime.OAuthConnectInput{})
 	if w.srv.Stats().Registrations != regs {
@@ -171,6 +184,9 @@ func TestOAuthConnectRefreshRevokeReconnect(t *testing.T) {
 	}
 	if c := w.call(t, "four"); c.Status != runtime.CallSucceeded {
 		t.Fatalf("call after reconnect: %+v", c)
+	}
+	if rep, _ := w.rt.SessionToolsReport(t.Context(), w.owner, w.session, false); len(rep.Problems) != 0 {
+		t.Fatalf("after reconnect the session still reports %+v", rep.Problems)
 	}
 }
 
