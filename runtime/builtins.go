@@ -19,7 +19,7 @@ func (r *Runtime) runSkill(ctx context.Context, t offered, input json.RawMessage
 		Path string `json:"path"`
 	}
 	_ = json.Unmarshal(input, &in)
-	rec, err := r.loadSkill(ctx, t.Skill)
+	rec, err := r.hotSkill(ctx, t.Skill) // from memory on the hot path (hotpath.go)
 	if err != nil {
 		return nil, fmt.Errorf("skill %s is no longer in the library", t.Skill)
 	}
@@ -34,8 +34,8 @@ func (r *Runtime) runSkill(ctx context.Context, t offered, input json.RawMessage
 	if path.IsAbs(p) || p != path.Clean(p) || p == ".." || strings.HasPrefix(p, "../") {
 		return nil, fmt.Errorf("path %q must be relative to the skill, without .. or a leading /", in.Path)
 	}
-	var f models.SkillFile
-	if err := r.db.WithContext(ctx).Where("skill_id = ? AND path = ?", rec.ID, p).First(&f).Error; err != nil {
+	f, err := r.hotSkillFile(ctx, rec.ID, p)
+	if err != nil {
 		return nil, fmt.Errorf("skill %s has no file %q: read without a path to list its files", rec.Name, p)
 	}
 	out := map[string]any{"path": f.Path, "size": f.Size}

@@ -50,8 +50,9 @@ type hotEntry[T any] struct {
 
 // hotCache is one cache keyed by session id.
 type hotCache[T any] struct {
-	mu sync.Mutex
-	m  map[string]hotEntry[T]
+	mu  sync.Mutex
+	m   map[string]hotEntry[T]
+	max int // entries; 0 is hotMaxSessions
 }
 
 func (c *hotCache[T]) get(h *hotPath, key string, now time.Time) (T, bool) {
@@ -72,7 +73,11 @@ func (c *hotCache[T]) put(h *hotPath, key string, gen uint64, now time.Time, v T
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= hotMaxSessions {
+	limit := hotMaxSessions
+	if c.max > 0 {
+		limit = c.max
+	}
+	if c.m == nil || len(c.m) >= limit {
 		c.m = map[string]hotEntry[T]{}
 	}
 	c.m[key] = hotEntry[T]{gen: gen, built: now, val: v}
@@ -83,6 +88,9 @@ type hotPath struct {
 	sessions hotCache[models.Session]
 	tools    hotCache[toolsReport]
 	creds    hotCache[[]models.Credential]
+	// Skill reads: skills by name, and their small files by skill and path.
+	skills     hotCache[models.Skill]
+	skillFiles hotCache[models.SkillFile]
 
 	// lastUsed holds credentials' uses not yet written to their rows.
 	usedMu   sync.Mutex
@@ -95,7 +103,48 @@ type hotPath struct {
 }
 
 func newHotPath() *hotPath {
-	return &hotPath{lastUsed: map[string]time.Time{}, closing: make(chan struct{})}
+	h := &hotPath{lastUsed: map[string]time.Time{}, closing: make(chan struct{})}
+	h.skillFiles.max = hotMaxSkillFiles
+	return h
+}
+
+// A skill file is kept in memory when at most hotSkillFileBytes, and at
+// most hotMaxSkillFiles of them: 64 MiB at worst.
+const (
+	hotSkillFileBytes = 64 << 10
+	hotMaxSkillFiles  = 1024
+)
+
+// hotSkill is loadSkill answered from memory when it can be.
+func (r *Runtime) hotSkill(ctx context.Context, ref string) (models.Skill, error) {
+	now := r.now()
+	if rec, ok := r.hot.skills.get(r.hot, ref, now); ok {
+		return rec, nil
+	}
+	gen := r.hot.gen.Load()
+	rec, err := r.loadSkill(ctx, ref)
+	if err == nil {
+		r.hot.skills.put(r.hot, ref, gen, now, rec)
+	}
+	return rec, err
+}
+
+// hotSkillFile is a skill's file by path, from memory when it can be.
+func (r *Runtime) hotSkillFile(ctx context.Context, skillID, path string) (models.SkillFile, error) {
+	key := skillID + "\x00" + path
+	now := r.now()
+	if f, ok := r.hot.skillFiles.get(r.hot, key, now); ok {
+		return f, nil
+	}
+	gen := r.hot.gen.Load()
+	var f models.SkillFile
+	if err := r.db.WithContext(ctx).Where("skill_id = ? AND path = ?", skillID, path).First(&f).Error; err != nil {
+		return f, err
+	}
+	if len(f.Content) <= hotSkillFileBytes {
+		r.hot.skillFiles.put(r.hot, key, gen, now, f)
+	}
+	return f, nil
 }
 
 func (h *hotPath) close() { h.closeOnce.Do(func() { close(h.closing) }) }
