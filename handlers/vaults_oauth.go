@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -39,7 +40,9 @@ func (h *Handlers) ConnectOAuth(c echo.Context) error {
 		c.Response().Header().Set("HX-Redirect", to)
 		return c.NoContent(http.StatusNoContent)
 	}
-	return c.Redirect(http.StatusSeeOther, to)
+	// Not a 303: the CSP's form-action 'self' would stop it (OAuthContinue).
+	c.Response().Header().Set("Referrer-Policy", "no-referrer")
+	return render(c, http.StatusOK, pages.OAuthContinue(to, issuerOf(to)))
 }
 
 // OAuthCallback is where the authorization server sends the browser back.
@@ -80,4 +83,13 @@ func needsReconnect(v runtime.VaultView) string {
 		return ""
 	}
 	return " (needs reconnecting: " + strings.Join(prefixes, ", ") + ")"
+}
+
+// issuerOf is the authorization server's origin, for the continue page.
+func issuerOf(authURL string) string {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return "the authorization server"
+	}
+	return u.Scheme + "://" + u.Host
 }
