@@ -1,0 +1,152 @@
+package oauth_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/subako/subako/runtime/oauth"
+)
+
+func jsonHandler(v any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+}
+
+// An authorization server that serves RFC 8414 metadata for issuer.
+func startAS(t *testing.T, issuer func() string, mux *http.ServeMux) *httptest.Server {
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		jsonHandler(map[string]any{"issuer": issuer(), "authorization_endpoint": issuer() + "/authorize",
+			"token_endpoint": issuer() + "/token", "code_challenge_methods_supported": []string{"S256"}})(w, r)
+	})
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestDiscover(t *testing.T) {
+	var as *httptest.Server
+	as = startAS(t, func() string { return as.URL }, http.NewServeMux())
+	tests := []struct {
+		name string
+		// rs serves the resource; prm is where it serves its metadata.
+		wellKnown bool
+		hint      bool
+		wantErr   string
+	}{
+		{"well-known path", true, false, ""},
+		{"WWW-Authenticate hint only", false, true, ""},
+		{"no metadata: the resource's origin is the issuer", false, false, "no authorization server metadata"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			rs := httptest.NewServer(mux)
+			defer rs.Close()
+			prm := map[string]any{"resource": rs.URL + "/mcp", "authorization_servers": []string{as.URL}, "scopes_supported": []string{"mcp"}}
+			if tc.wellKnown {
+				mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", jsonHandler(prm))
+			}
+			if tc.hint {
+				mux.HandleFunc("GET /meta/elsewhere", jsonHandler(prm))
+			}
+			mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
+				if tc.hint {
+					w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", resource_metadata="`+rs.URL+`/meta/elsewhere"`)
+				}
+				w.WriteHeader(http.StatusUnauthorized)
+			})
+			c := &oauth.Client{HTTP: http.DefaultClient}
+			md, err := c.Discover(t.Context(), rs.URL+"/mcp")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if md.Issuer != as.URL || md.TokenEndpoint != as.URL+"/token" || md.Resource != rs.URL+"/mcp" || len(md.ScopesSupported) != 1 {
+				t.Fatalf("metadata: %+v", md)
+			}
+		})
+	}
+}
+
+// RFC 8414 section 3.3: metadata naming another issuer is refused (mix-up).
+func TestDiscoverRefusesAnotherIssuer(t *testing.T) {
+	as := startAS(t, func() string { return "https://evil.example" }, http.NewServeMux())
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource", jsonHandler(map[string]any{"authorization_servers": []string{as.URL}}))
+	rs := httptest.NewServer(mux)
+	defer rs.Close()
+	_, err := (&oauth.Client{HTTP: http.DefaultClient}).Discover(t.Context(), rs.URL)
+	if err == nil || !strings.Contains(err.Error(), "issuer") {
+		t.Fatalf("err = %v, want a refusal naming the issuer", err)
+	}
+}
+
+func TestAuthURLHasPKCEStateAndResource(t *testing.T) {
+	verifier, challenge := oauth.NewVerifier()
+	if len(verifier) < 43 || oauth.Challenge(verifier) != challenge {
+		t.Fatalf("verifier %d characters, challenge mismatch", len(verifier))
+	}
+	s := oauth.Settings{AuthorizeURL: "https://as.example/authorize?tenant=1", ClientID: "c1", RedirectURI: "https://subako.example/vaults/oauth/callback",
+		Scopes: "mcp read", Resource: "https://mcp.example/mcp"}
+	u, err := url.Parse(oauth.AuthURL(s, "st", challenge))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	for k, want := range map[string]string{"tenant": "1", "response_type": "code", "client_id": "c1", "state": "st", "code_challenge": challenge,
+		"code_challenge_method": "S256", "scope": "mcp read", "resource": "https://mcp.example/mcp", "redirect_uri": s.RedirectURI} {
+		if q.Get(k) != want {
+			t.Errorf("%s = %q, want %q", k, q.Get(k), want)
+		}
+	}
+	if strings.Contains(u.String(), verifier) {
+		t.Fatal("the verifier is in the authorization URL")
+	}
+}
+
+// A refused refresh says why (the server's code) and is permanent, and
+// neither the refresh token nor the client secret is in its text.
+func TestTokenErrorsNameTheCodeNotTheSecrets(t *testing.T) {
+	var form url.Values
+	var user, pass string
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		form = r.PostForm
+		user, pass, _ = r.BasicAuth()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":"invalid_grant","error_description":"refresh token revoked"}`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	s := oauth.Settings{TokenURL: srv.URL + "/token", ClientID: "c1", Resource: "https://mcp.example/mcp", AuthMethod: "client_secret_basic"}
+	_, err := (&oauth.Client{HTTP: http.DefaultClient}).Refresh(t.Context(), s, "cs-SECRET-1", "rt-SECRET-2")
+	var oe *oauth.Error
+	if !errors.As(err, &oe) || !oe.Permanent() || oe.Code != "invalid_grant" {
+		t.Fatalf("err = %v, want a permanent invalid_grant", err)
+	}
+	if strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("error text holds a secret: %s", err)
+	}
+	if form.Get("grant_type") != "refresh_token" || form.Get("refresh_token") != "rt-SECRET-2" || form.Get("resource") != s.Resource ||
+		user != "c1" || pass != "cs-SECRET-1" || form.Get("client_secret") != "" {
+		t.Fatalf("token request: form %v, basic %q", form, user)
+	}
+	if got := (oauth.Secrets{AccessToken: "at-SECRET"}); strings.Contains(got.String()+got.GoString(), "SECRET") {
+		t.Fatal("Secrets prints its values")
+	}
+}
