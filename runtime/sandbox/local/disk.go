@@ -50,6 +50,12 @@ type workspaceDisk struct {
 
 // attachDisk fills a fresh image of size bytes from ws and mounts it on ws.
 func attachDisk(ws string, size int64, uid, gid int) (*workspaceDisk, error) {
+	return attachDiskFrom(ws, size, uid, gid, "")
+}
+
+// attachDiskFrom is attachDisk with a folder for disk templates: an empty
+// ws gets a copy of the template of its size rather than a mkfs.
+func attachDiskFrom(ws string, size int64, uid, gid int, templates string) (*workspaceDisk, error) {
 	if err := recoverDisk(ws); err != nil {
 		return nil, err
 	}
@@ -58,9 +64,18 @@ func attachDisk(ws string, size int64, uid, gid int) (*workspaceDisk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: workspace disk: mkfs.ext4 is not installed (apt-get install e2fsprogs): %w", err)
 	}
-	if err := makeImage(mkfs, img, ws, size); err != nil {
-		os.Remove(img)
-		return nil, err
+	made := false
+	if templates != "" && isEmptyDir(ws) {
+		if tpl, err := diskTemplate(templates, mkfs, size); err == nil {
+			os.Remove(img)
+			made = copySparse(tpl, img) == nil
+		}
+	}
+	if !made {
+		if err := makeImage(mkfs, img, ws, size); err != nil {
+			os.Remove(img)
+			return nil, err
+		}
 	}
 	lock, err := lockImage(img)
 	if err != nil {
@@ -68,10 +83,10 @@ func attachDisk(ws string, size int64, uid, gid int) (*workspaceDisk, error) {
 		return nil, err
 	}
 	w := &workspaceDisk{ws: ws, lock: lock}
-	if out, err := helper("mount", "-o", "loop,nodev,nosuid,noatime", img, ws).CombinedOutput(); err != nil {
+	if err := mountImage(img, ws); err != nil {
 		w.release()
 		os.Remove(img)
-		return nil, fmt.Errorf("local: mount the workspace disk of %s: %v: %s", ws, err, strings.TrimSpace(string(out)))
+		return nil, fmt.Errorf("local: mount the workspace disk of %s: %w", ws, err)
 	}
 	// mkfs adds lost+found, which is not the sandbox's; the root must be
 	// the sandbox user's, as the folder it replaces.
@@ -175,10 +190,10 @@ func finishDisk(ws string) error {
 		if !isMountPoint(ws) {
 			// A machine that crashed with its server and a reboot since:
 			// the image holds the newest files, so mount it again.
-			if out, err := helper("mount", "-o", "loop,nodev,nosuid,noatime", img, ws).CombinedOutput(); err != nil {
+			if err := mountImage(img, ws); err != nil {
 				if isExt4(img) {
-					return fmt.Errorf("local: the workspace disk %s holds the newest files of %s but does not mount: %v: %s",
-						img, ws, err, strings.TrimSpace(string(out)))
+					return fmt.Errorf("local: the workspace disk %s holds the newest files of %s but does not mount: %w",
+						img, ws, err)
 				}
 				// An image a crash left half made: the folder underneath
 				// is still the truth.
@@ -194,7 +209,7 @@ func finishDisk(ws string) error {
 		if msg, err := helper("cp", "-a", ws+"/.", out+"/").CombinedOutput(); err != nil {
 			return fmt.Errorf("local: copy the workspace disk of %s out (it stays mounted): %v: %s", ws, err, strings.TrimSpace(string(msg)))
 		}
-		if err := syncDir(out); err != nil {
+		if err := syncCopied(out); err != nil {
 			return err
 		}
 		if err := os.WriteFile(done, nil, 0o600); err != nil {

@@ -185,7 +185,7 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine,
 			return nil, err
 		}
 		if d.cfg.DiskBytes > 0 {
-			if disk, err = attachDisk(spec.WorkspaceDir, d.cfg.DiskBytes, uid, gid); err != nil {
+			if disk, err = attachDiskFrom(spec.WorkspaceDir, d.cfg.DiskBytes, uid, gid, d.cfg.RunDir); err != nil {
 				return nil, err
 			}
 		}
