@@ -161,26 +161,36 @@ func quiet(ctx context.Context) context.Context { return context.WithValue(ctx, 
 // each hear every write.
 func (r *Runtime) watch() {
 	name := fmt.Sprintf("subako:hot_invalidate_%p", r.hot)
-	hook := func(db *gorm.DB) {
-		if db.Error != nil || db.Statement == nil {
-			return
-		}
-		if ctx := db.Statement.Context; ctx != nil && ctx.Value(quietKey{}) != nil {
-			return
-		}
-		if hotWrite(db.Statement) {
-			r.hot.invalidate()
+	hook := func(create bool) func(db *gorm.DB) {
+		return func(db *gorm.DB) {
+			if db.Error != nil || db.Statement == nil {
+				return
+			}
+			if ctx := db.Statement.Context; ctx != nil && ctx.Value(quietKey{}) != nil {
+				return
+			}
+			if hotWrite(db.Statement, create) {
+				r.hot.invalidate()
+			}
 		}
 	}
 	cb := r.db.Callback()
-	_ = cb.Create().After("gorm:create").Register(name, hook)
-	_ = cb.Update().After("gorm:update").Register(name, hook)
-	_ = cb.Delete().After("gorm:delete").Register(name, hook)
-	_ = cb.Raw().After("gorm:raw").Register(name, hook)
+	_ = cb.Create().After("gorm:create").Register(name, hook(true))
+	_ = cb.Update().After("gorm:update").Register(name, hook(false))
+	_ = cb.Delete().After("gorm:delete").Register(name, hook(false))
+	_ = cb.Raw().After("gorm:raw").Register(name, hook(false))
 }
 
-func hotWrite(st *gorm.Statement) bool {
+// newSessionTables hold rows that, when inserted, belong to a session being
+// created: no cached answer of another session depends on them, so a busy
+// server starting sessions does not empty every session's cache.
+var newSessionTables = map[string]bool{"sessions": true, "session_vaults": true}
+
+func hotWrite(st *gorm.Statement, create bool) bool {
 	table := st.Table
+	if create && newSessionTables[table] {
+		return false
+	}
 	if table == "" {
 		// Raw SQL: any statement naming a watched table counts.
 		sql := strings.ToLower(st.SQL.String())
