@@ -227,7 +227,7 @@ func (r *Runtime) refreshClaimed(ctx context.Context, rec models.Credential, s o
 	case s.Grant == oauth.GrantClientCredentials:
 		tok, err = r.oauthClient().ClientCredentials(ctx, s, sec.ClientSecret)
 	case sec.RefreshToken == "":
-		err = &oauth.Error{Step: "refresh", URL: s.TokenURL, Description: "the authorization server issued no refresh token"}
+		err = &oauth.Error{Step: "refresh", URL: s.TokenURL, Code: oauth.CodeNoRefreshToken, Description: "the authorization server issued no refresh token"}
 	default:
 		tok, err = r.oauthClient().Refresh(ctx, s, sec.ClientSecret, sec.RefreshToken)
 	}

@@ -1,8 +1,10 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -30,6 +32,25 @@ type oauthWorld struct {
 	srv     *oauthtest.Server
 	db      *models.DB
 	keys    *vault.Keyring
+	log     *syncBuffer // everything the runtime logged
+}
+
+// syncBuffer is a log sink safe for the runtime's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func newOAuthWorld(t *testing.T, opts oauthtest.Options) *oauthWorld {
@@ -38,7 +59,9 @@ func newOAuthWorld(t *testing.T, opts oauthtest.Options) *oauthWorld {
 	opts.AutoApprove = true
 	w := &oauthWorld{srv: oauthtest.Start(t, opts), db: modelstest.Open(t)}
 	w.keys, _ = vault.NewKeyringFromSecret(strings.Repeat("k", 40))
-	w.rt = runtime.New(w.db, runtime.Options{AllowPrivateEgress: true, Keys: w.keys})
+	w.log = &syncBuffer{}
+	w.rt = runtime.New(w.db, runtime.Options{AllowPrivateEgress: true, Keys: w.keys,
+		Log: slog.New(slog.NewTextHandler(w.log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	t.Cleanup(w.rt.Close)
 	must := func(err error) {
 		t.Helper()
@@ -333,7 +356,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 }
 
 // No token, code, verifier or client secret the server issued or saw is in
-// the database's plaintext, an API answer or an Action.
+// the database's plaintext, an API answer, an Action or the runtime's log.
 func TestOAuthSecretsNeverInTheClear(t *testing.T) {
 	w := newOAuthWorld(t, oauthtest.Options{Clients: []oauthtest.Client{{ID: "m2m", Secret: "m2m-secret-value"}}})
 	w.connect(t, runtime.OAuthConnectInput{})
@@ -344,7 +367,17 @@ func TestOAuthSecretsNeverInTheClear(t *testing.T) {
 		Type: "client_credentials", TokenURL: w.srv.TokenURL, ClientID: "m2m", Secret: "m2m-secret-value"}); err != nil {
 		t.Fatal(err)
 	}
+	// A refused refresh logs its reason too.
+	w.srv.RevokeRefreshTokens()
+	w.srv.ExpireAccessTokens()
+	if c := w.call(t, "c"); c.Status != runtime.CallFailed {
+		t.Fatalf("call after revocation: %+v", c)
+	}
 	var haystack strings.Builder
+	haystack.WriteString(w.log.String())
+	if !strings.Contains(w.log.String(), "needs reconnecting") {
+		t.Fatal("the runtime logged nothing about the refused refresh; the log search would prove nothing")
+	}
 	for _, table := range []string{"credentials", "oauth_pending", "actions", "tool_calls", "mcp_discoveries"} {
 		var rows []map[string]any
 		if err := w.db.Table(table).Find(&rows).Error; err != nil {
@@ -357,7 +390,7 @@ func TestOAuthSecretsNeverInTheClear(t *testing.T) {
 	b, _ := json.Marshal(vv)
 	haystack.Write(b)
 	secrets := w.srv.Tokens()
-	if len(secrets) < 4 {
+	if len(secrets) < 6 {
 		t.Fatalf("the server recorded only %d secrets", len(secrets))
 	}
 	for _, s := range secrets {

@@ -148,12 +148,16 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// CodeNoRefreshToken is the Code of the Error Subako makes itself when a
+// token ran out and the server never issued a refresh token for it.
+const CodeNoRefreshToken = "no_refresh_token"
+
 // Permanent reports whether the grant itself was refused, so retrying the
 // same request cannot succeed and a person must reconnect. A network
 // failure or a 5xx is not permanent.
 func (e *Error) Permanent() bool {
 	switch e.Code {
-	case "invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope", "invalid_target":
+	case "invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope", "invalid_target", CodeNoRefreshToken:
 		return true
 	}
 	return e.Status == 400 || e.Status == 401
