@@ -2,11 +2,14 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -281,17 +284,8 @@ func checkInput(t offered, raw json.RawMessage) (json.RawMessage, error) {
 	if len(t.InputSchema) == 0 {
 		return raw, nil
 	}
-	if tools.SchemaLoop(t.InputSchema) != "" {
-		// Validating would recurse until the process dies; such tools are
-		// skipped or refused where they come in, this guards what was stored.
-		return raw, nil
-	}
-	var schema jsonschema.Schema
-	if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
-		return raw, nil // a server's schema we cannot read is the server's problem, not the caller's
-	}
-	resolved, err := schema.Resolve(nil)
-	if err != nil {
+	resolved := resolvedSchema(t.InputSchema)
+	if resolved == nil {
 		return raw, nil
 	}
 	if err := resolved.Validate(v); err != nil {
@@ -306,6 +300,44 @@ func checkInput(t offered, raw json.RawMessage) (json.RawMessage, error) {
 		}
 	}
 	return raw, nil
+}
+
+// resolvedSchemas keeps tools' input schemas parsed and resolved, by the
+// schema's hash: parsing and resolving a schema on every call was a third
+// of a call's own CPU. At most maxResolvedSchemas; past it, it starts again.
+var (
+	resolvedSchemas  sync.Map // [32]byte → *jsonschema.Resolved (nil: not validated)
+	resolvedSchemasN atomic.Int64
+)
+
+const maxResolvedSchemas = 4096
+
+// resolvedSchema is the schema ready to validate with, or nil when calls
+// are not checked against it.
+func resolvedSchema(raw json.RawMessage) *jsonschema.Resolved {
+	key := sha256.Sum256(raw)
+	if v, ok := resolvedSchemas.Load(key); ok {
+		return v.(*jsonschema.Resolved)
+	}
+	var resolved *jsonschema.Resolved
+	// A schema that loops would make validation recurse until the process
+	// dies; such tools are skipped or refused where they come in, this
+	// guards what was stored. A server's schema we cannot read or resolve is
+	// the server's problem, not the caller's: not checked either.
+	if tools.SchemaLoop(raw) == "" {
+		var schema jsonschema.Schema
+		if json.Unmarshal(raw, &schema) == nil {
+			if r, err := schema.Resolve(nil); err == nil {
+				resolved = r
+			}
+		}
+	}
+	if resolvedSchemasN.Add(1) > maxResolvedSchemas {
+		resolvedSchemas.Clear()
+		resolvedSchemasN.Store(1)
+	}
+	resolvedSchemas.Store(key, resolved)
+	return resolved
 }
 
 // schemaKeywords start a validator message about the whole input rather than a property.
