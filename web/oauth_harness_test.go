@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"log/slog"
@@ -367,4 +368,36 @@ func (w *oauthWorld) approveHTTP(authURL string) string {
 		w.t.Fatalf("approving answered %d, to %q", resp.StatusCode, back)
 	}
 	return back
+}
+
+// connectHTTP connects the vault to the MCP server with the owner's cookie
+// browser, approving at the server by its consent form's post (for tests
+// about what happens after connecting; the browser tests click through).
+func (w *oauthWorld) connectHTTP() {
+	w.t.Helper()
+	back := w.approveHTTP(w.startConnect(w.browser, "", ""))
+	resp, page := w.browser.get(strings.TrimPrefix(back, w.srv.URL))
+	w.keep("callback", page)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/vaults/"+w.vault {
+		w.t.Fatalf("the callback answered %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// offered is Session.tools by name, kept for the secret search.
+func (w *oauthWorld) offered(s session) map[string]string {
+	w.t.Helper()
+	st, body := w.rawAPI(s.Token, "GET", "/sessions/"+s.ID+"/tools", "")
+	if st != 200 {
+		w.t.Fatalf("Session.tools: %d %s", st, body)
+	}
+	w.keep("Session.tools", string(body))
+	var ts []struct{ Name, Policy string }
+	if err := json.Unmarshal(body, &ts); err != nil {
+		w.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, t := range ts {
+		out[t.Name] = t.Policy
+	}
+	return out
 }
