@@ -252,6 +252,15 @@ func (r *Runtime) setOAuthCredential(ctx context.Context, a *act, v models.Vault
 	s := oauth.Settings{Grant: oauth.GrantClientCredentials, TokenURL: tokenURL, ClientID: clientID, Scopes: scopes,
 		AuthMethod: "client_secret_basic", Registration: "manual"}
 	tok, err := r.oauthClient().ClientCredentials(ctx, s, in.Secret)
+	if oe := (*oauth.Error)(nil); errors.As(err, &oe) && oe.Code == "invalid_client" {
+		// Some servers take the secret only in the form (client_secret_post).
+		s.AuthMethod = "client_secret_post"
+		if tok2, err2 := r.oauthClient().ClientCredentials(ctx, s, in.Secret); err2 == nil {
+			tok, err = tok2, nil
+		} else {
+			s.AuthMethod = "client_secret_basic"
+		}
+	}
 	if err != nil {
 		var oe *oauth.Error
 		if errors.As(err, &oe) && oe.Permanent() {

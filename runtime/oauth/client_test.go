@@ -150,3 +150,29 @@ func TestTokenErrorsNameTheCodeNotTheSecrets(t *testing.T) {
 		t.Fatal("Secrets prints its values")
 	}
 }
+
+// client_secret_post puts the client in the form; a public client sends
+// its id alone. Either way the answer's expiry is read.
+func TestClientAuthMethods(t *testing.T) {
+	for _, tc := range []struct{ method, secret string }{{"client_secret_post", "cs-1"}, {"none", ""}} {
+		t.Run(tc.method, func(t *testing.T) {
+			var form url.Values
+			var basic bool
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_ = r.ParseForm()
+				form = r.PostForm
+				_, _, basic = r.BasicAuth()
+				jsonHandler(map[string]any{"access_token": "at", "token_type": "Bearer", "expires_in": 120})(w, r)
+			}))
+			defer srv.Close()
+			s := oauth.Settings{TokenURL: srv.URL, ClientID: "c1", AuthMethod: tc.method}
+			tok, err := (&oauth.Client{HTTP: http.DefaultClient}).ClientCredentials(t.Context(), s, tc.secret)
+			if err != nil || tok.AccessToken != "at" || tok.ExpiresAt.IsZero() {
+				t.Fatalf("token %v, err %v", tok.ExpiresAt, err)
+			}
+			if basic || form.Get("client_id") != "c1" || form.Get("client_secret") != tc.secret || form.Get("grant_type") != "client_credentials" {
+				t.Fatalf("form %v, basic %v", form, basic)
+			}
+		})
+	}
+}
