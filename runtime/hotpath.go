@@ -27,7 +27,7 @@ import (
 // when a call rebuilds), so an answer is also rebuilt after hotTTL.
 const hotTTL = 2 * time.Second
 
-// hotMaxSessions bounds each cache; past it the cache starts again empty.
+// hotMaxSessions bounds each cache; past it an arbitrary entry makes room.
 const hotMaxSessions = 10000
 
 // lastUsedFlushEvery is how often a credential's last use reaches its row;
@@ -77,8 +77,14 @@ func (c *hotCache[T]) put(h *hotPath, key string, gen uint64, now time.Time, v T
 	if c.max > 0 {
 		limit = c.max
 	}
-	if c.m == nil || len(c.m) >= limit {
+	if c.m == nil {
 		c.m = map[string]hotEntry[T]{}
+	}
+	if _, ok := c.m[key]; !ok && len(c.m) >= limit {
+		for k := range c.m { // full: one entry goes, whichever the map yields first
+			delete(c.m, k)
+			break
+		}
 	}
 	c.m[key] = hotEntry[T]{gen: gen, built: now, val: v}
 }
@@ -105,8 +111,13 @@ type hotPath struct {
 func newHotPath() *hotPath {
 	h := &hotPath{lastUsed: map[string]time.Time{}, closing: make(chan struct{})}
 	h.skillFiles.max = hotMaxSkillFiles
+	h.tools.max = hotMaxToolReports
 	return h
 }
+
+// hotMaxToolReports bounds the sessions whose offered tools are kept: a
+// report holds every tool's schema, so it is the largest entry.
+const hotMaxToolReports = 1000
 
 // A skill file is kept in memory when at most hotSkillFileBytes, and at
 // most hotMaxSkillFiles of them: 64 MiB at worst.
