@@ -237,7 +237,9 @@ func (r *Runtime) queueQuery(ctx context.Context, f QueueFilter, c Cursor, now t
 		q = keyset(q, "a.created_at", "a.id", c, f.Order == "newest", f.Limit)
 	default:
 		if f.State == ApprovalDecided {
-			q = q.Where("a.state IN ?", []string{ApprovalApproved, ApprovalDenied, ApprovalExpired})
+			// Every decision and expiry sets decided_at, and only they do: so
+			// written, the index on (decided_at, id) both selects and orders.
+			q = q.Where("a.decided_at IS NOT NULL")
 		} else {
 			q = q.Where("a.state = ?", f.State)
 		}

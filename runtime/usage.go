@@ -118,24 +118,11 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 		if out.Records, out.PageLinks, err = r.usagePage(ctx, q, c, limit); err != nil {
 			return err
 		}
-		var recs []models.UsageRecord
-		if err := q.Order("started_at DESC").Find(&recs).Error; err != nil {
-			return fmt.Errorf("runtime: usage: %w", err)
+		byKind, days, credits, err := r.usageSums(ctx, q)
+		if err != nil {
+			return err
 		}
-		byKind := map[string]*UsageTotal{}
-		for _, u := range recs {
-			quantity, unit := totalOf(u)
-			t := byKind[u.Kind]
-			if t == nil {
-				t = &UsageTotal{Kind: u.Kind, Unit: unit}
-				byKind[u.Kind] = t
-			}
-			t.Quantity += quantity
-			t.Credits += u.Credits
-			t.Records++
-			out.Credits += u.Credits
-		}
-		out.Days = usageDays(recs)
+		out.Days, out.Credits = days, credits
 		// Known kinds first, in a fixed order; any other kind after them, by name.
 		order := []string{UsageFunctionSeconds, UsageMachineSeconds, UsageArchiveBytes}
 		for _, k := range slices.Sorted(maps.Keys(byKind)) {
