@@ -28,7 +28,6 @@ import (
 // elsewhere still works there.
 type authCache struct {
 	gen     atomic.Uint64
-	watch   sync.Once
 	mu      sync.Mutex
 	entries map[string]authEntry
 }
@@ -86,8 +85,8 @@ func (c *authCache) put(hash string, e authEntry) {
 // authTables are the tables whose changes can change what a token means.
 var authTables = map[string]bool{"tokens": true, "sessions": true, "users": true}
 
-// watchAuthWrites moves the generation on after any update or delete of
-// tokens, sessions or people made through this runtime's database handle,
+// watchAuthWrites (called by New) moves the generation on after any update
+// or delete of tokens, sessions or people made through this runtime's database handle,
 // so a path that forgets to reset the cache still drops it. (The explicit
 // resets after commits are what make a revocation race-free: this hook runs
 // before a surrounding transaction commits.)
@@ -112,7 +111,6 @@ type authTouch struct{}
 
 // authenticateCached is Authenticate through the cache.
 func (r *Runtime) authenticateCached(ctx context.Context, secret string) (Principal, error) {
-	r.auth.watch.Do(r.watchAuthWrites)
 	hash := hashSecret(secret)
 	now := r.now()
 	if e, ok := r.auth.get(hash, now); ok {

@@ -120,6 +120,7 @@ func New(db *models.DB, opts Options) *Runtime {
 	}
 	r := &Runtime{db: db, opts: opts, logins: newThrottle(opts.LoginThrottle), mcp: mcpclient.NewPool(mcpclient.Options{Timeout: opts.MCPTimeout, AllowPrivate: opts.AllowPrivateEgress, Limits: opts.MCPLimits}), events: newHub(), hot: newHotPath()}
 	r.watch()
+	r.watchAuthWrites() // before any statement runs: gorm's callbacks are not safe to change under way
 	return r
 }
 
