@@ -177,7 +177,7 @@ var errWaitClient = errors.New("waiting for a client")
 // nothing: the commit is done in the database's memory.
 func (r *Runtime) asyncCommit(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if r.db.Dialect != models.Postgres {
-		return fn(r.db.WithContext(ctx))
+		return r.hotWriteTx(func() error { return fn(r.db.WithContext(ctx)) })
 	}
 	return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec("SET LOCAL synchronous_commit TO OFF").Error; err != nil {

@@ -103,6 +103,11 @@ type hotPath struct {
 	lastUsed map[string]time.Time
 	flushing bool
 
+	// writeMu queues the hot path's writes on SQLite in this process: SQLite
+	// has one writer, and a writer that finds the lock taken sleeps in the
+	// driver's busy handler (1, 2, 5, 10 ms…) where a mutex hands over at once.
+	writeMu sync.Mutex
+
 	// closing ends the waits of callers handed their result in memory.
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -311,4 +316,13 @@ func (r *Runtime) flushCredentialUse(ctx context.Context) {
 			r.opts.Log.Warn("runtime: record credential use", "credential", id, "err", err)
 		}
 	}
+}
+
+// hotWriteTx runs a hot-path write, one at a time on SQLite (see writeMu).
+func (r *Runtime) hotWriteTx(fn func() error) error {
+	if r.db.Dialect == models.SQLite {
+		r.hot.writeMu.Lock()
+		defer r.hot.writeMu.Unlock()
+	}
+	return fn()
 }

@@ -201,22 +201,24 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 	}
 	a.target(call.ID)
 	rec := r.actionRecord(p, "ToolCall.create", a, VerdictAllowed, "")
-	err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(&call).Error; err != nil {
-			return err
-		}
-		if err := tx.Create(&rec).Error; err != nil {
-			return err
-		}
-		if policy != tools.PolicyAsk {
-			return nil
-		}
-		ap := models.Approval{ID: newID("apr"), ToolCallID: call.ID, SessionID: s.ID, State: ApprovalPending,
-			Scope: "call", CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.ApprovalTimeout)}
-		if err := tx.Create(&ap).Error; err != nil {
-			return err
-		}
-		return r.enqueueNotices(tx, ap, call, s)
+	err = r.hotWriteTx(func() error {
+		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Create(&call).Error; err != nil {
+				return err
+			}
+			if err := tx.Create(&rec).Error; err != nil {
+				return err
+			}
+			if policy != tools.PolicyAsk {
+				return nil
+			}
+			ap := models.Approval{ID: newID("apr"), ToolCallID: call.ID, SessionID: s.ID, State: ApprovalPending,
+				Scope: "call", CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.ApprovalTimeout)}
+			if err := tx.Create(&ap).Error; err != nil {
+				return err
+			}
+			return r.enqueueNotices(tx, ap, call, s)
+		})
 	})
 	if err != nil {
 		return call, nil, fmt.Errorf("runtime: record call: %w", err)
