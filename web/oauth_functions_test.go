@@ -59,6 +59,18 @@ func TestOAuthClientCredentialsForFunctionOrigin(t *testing.T) {
 		t.Fatalf("the call left %d Actions, want 1", n)
 	}
 
+	// The provider rotates the client's secret: the next token request is
+	// refused and the call fails saying which vault and prefix.
+	w.as.AddClient(oauthtest.Client{ID: "machine", Secret: "rotated-at-the-provider"})
+	w.as.ExpireAccessTokens()
+	c = w.callTool(s, "fn__page__parse", map[string]any{"url": w.as.APIURL})
+	if c.Status != "failed" || !strings.Contains(c.Error, "credential_expired") || !strings.Contains(c.Error, oauthVaultName) || !strings.Contains(c.Error, w.as.ResourceURL) {
+		t.Fatalf("the fetch after the client's secret changed should fail with credential_expired naming vault and prefix: %+v", c)
+	}
+	if page := visibleText(w.page("/vaults/" + w.vault)); !strings.Contains(page, "needs reconnecting") {
+		t.Fatalf("the vault page does not say the credential needs attention:\n%s", page)
+	}
+
 	// A session without the vault reaches the API without a token.
 	var bare session
 	if st := w.api(w.owner, "POST", "/sessions", map[string]any{"version": version, "title": "bare"}, &bare); st != 201 {
