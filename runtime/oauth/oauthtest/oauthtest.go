@@ -100,7 +100,7 @@ type Stats struct {
 	RefreshFailures     int // refused refresh grants
 	ClientCredentials   int // client-credentials tokens issued
 	Revocations         int // calls to /revoke
-	Unauthorized        int // resource requests answered 401
+	Unauthorized        int // resource requests whose bearer token was refused (invalid, expired, revoked); a request without one is not counted
 	ToolCalls           int // tools/call requests that reached the MCP server
 	APICalls            int // API requests that reached the handler
 	ConsentPagesShown   int
@@ -233,6 +233,7 @@ func (s *Server) AddClient(c Client) {
 	if len(c.RedirectURIs) > 0 {
 		domain = strings.Join(c.RedirectURIs, "\n")
 	}
+	// models.Client has no name: UserID carries it for the consent page.
 	_ = s.clients.Set(c.ID, &models.Client{ID: c.ID, Secret: c.Secret, Domain: domain, Public: c.Secret == "", UserID: c.Name})
 	if c.Secret != "" {
 		s.record("client_secret", c.Secret)
