@@ -345,6 +345,11 @@ func (c *Client) token(ctx context.Context, step string, s Settings, secret stri
 		// RFC 6749 section 2.3.1: both parts form-encoded before base64.
 		req.SetBasicAuth(url.QueryEscape(s.ClientID), url.QueryEscape(secret))
 	}
+	// A server may echo the request in its error (error_description
+	// "invalid refresh token rt-…"): what it echoes is cut out before the
+	// text reaches a page, a log line, the credential's status or a tool.
+	secrets := []string{secret, form.Get("code"), form.Get("code_verifier"), form.Get("refresh_token"), form.Get("client_secret"),
+		strings.TrimPrefix(req.Header.Get("Authorization"), "Basic ")}
 	var out struct {
 		AccessToken  string          `json:"access_token"`
 		TokenType    string          `json:"token_type"`
@@ -352,7 +357,7 @@ func (c *Client) token(ctx context.Context, step string, s Settings, secret stri
 		RefreshToken string          `json:"refresh_token"`
 		Scope        string          `json:"scope"`
 	}
-	if err := c.do(req, step, &out); err != nil {
+	if err := c.do(req, step, &out, secrets...); err != nil {
 		return Token{}, err
 	}
 	if out.AccessToken == "" {
@@ -369,8 +374,9 @@ func (c *Client) token(ctx context.Context, step string, s Settings, secret stri
 }
 
 // do sends a request and decodes a 2xx JSON answer into out, or turns an
-// error answer into an *Error with the OAuth error code.
-func (c *Client) do(req *http.Request, step string, out any) error {
+// error answer into an *Error with the OAuth error code, with any of the
+// request's secrets the server echoed in it cut out.
+func (c *Client) do(req *http.Request, step string, out any, secrets ...string) error {
 	u := req.URL.String()
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
@@ -387,12 +393,25 @@ func (c *Client) do(req *http.Request, step string, out any) error {
 			Description string `json:"error_description"`
 		}
 		_ = json.Unmarshal(body, &e)
-		return &Error{Step: step, URL: u, Status: resp.StatusCode, Code: cut(e.Code), Description: cut(e.Description)}
+		return &Error{Step: step, URL: u, Status: resp.StatusCode, Code: cut(redact(e.Code, secrets)), Description: cut(redact(e.Description, secrets))}
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return &Error{Step: step, URL: u, Status: resp.StatusCode, Description: "the answer is not JSON"}
 	}
 	return nil
+}
+
+// redact replaces every secret in s, as sent or URL-encoded, with [redacted].
+func redact(s string, secrets []string) string {
+	for _, v := range secrets {
+		if v == "" {
+			continue
+		}
+		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
+			s = strings.ReplaceAll(s, form, "[redacted]")
+		}
+	}
+	return s
 }
 
 // cut keeps a server's text short and printable before it reaches a page.

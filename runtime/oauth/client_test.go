@@ -176,3 +176,36 @@ func TestClientAuthMethods(t *testing.T) {
 		})
 	}
 }
+
+// A token endpoint that echoes the request in its error (as some do: "the
+// refresh token X is revoked", or the whole form) gets none of the
+// request's secrets into the error's text, which reaches the vault page,
+// the log and the tool's error.
+func TestTokenErrorEchoingTheRequestIsRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "invalid_grant " + r.PostForm.Get("x"),
+			"error_description": "bad request " + string(body) + " auth " + r.Header.Get("Authorization") + " form " + r.FormValue("refresh_token")})
+	}))
+	defer srv.Close()
+	c := &oauth.Client{HTTP: http.DefaultClient}
+	for _, method := range []string{"client_secret_basic", "client_secret_post"} {
+		s := oauth.Settings{TokenURL: srv.URL, ClientID: "c1", AuthMethod: method}
+		_, err1 := c.Refresh(t.Context(), s, "cs-SECRET/1+x", "rt-SECRET=2&")
+		_, err2 := c.Exchange(t.Context(), s, "cs-SECRET/1+x", "code-SECRET-3", "verifier-SECRET-4")
+		for _, err := range []error{err1, err2} {
+			var oe *oauth.Error
+			if !errors.As(err, &oe) || !oe.Permanent() {
+				t.Fatalf("%s: err = %v, want a permanent refusal", method, err)
+			}
+			if strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "YzE6Y3MtU0VDUkVU") {
+				t.Fatalf("%s: error text holds a secret: %s", method, err)
+			}
+			if !strings.Contains(err.Error(), "[redacted]") {
+				t.Fatalf("%s: error text %q: the echo was not there to redact", method, err)
+			}
+		}
+	}
+}
