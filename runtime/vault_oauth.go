@@ -58,6 +58,8 @@ func (r *Runtime) oauthClient() *oauth.Client {
 				// redirect would carry a client secret or a code elsewhere.
 				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 			Now: r.now,
+			// Plain http endpoints only where private addresses are allowed too.
+			AllowHTTP: r.opts.AllowPrivateEgress,
 		}
 	})
 	return r.oauth.client

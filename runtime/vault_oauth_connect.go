@@ -242,6 +242,9 @@ func (r *Runtime) setOAuthCredential(ctx context.Context, a *act, v models.Vault
 	tokenURL := strings.TrimSpace(in.TokenURL)
 	if u, err := url.Parse(tokenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" || len(tokenURL) > vault.MaxPrefixLen {
 		return invalid("token_url", "invalid_token_url", fmt.Sprintf("token_url must be an absolute http or https URL of at most %d characters, without user info or fragment", vault.MaxPrefixLen))
+	} else if u.Scheme == "http" && !r.opts.AllowPrivateEgress {
+		// The client secret goes there: not in the clear (OAuth 2.1 section 1.5).
+		return invalid("token_url", "invalid_token_url", "token_url must be https (the client secret is sent there); plain http is allowed only when the server runs with --egress-allow-private")
 	}
 	if clientID == "" {
 		return invalid("client_id", "invalid_client_id", "client_id is required for client_credentials")

@@ -21,9 +21,32 @@ const maxAnswer = 1 << 20
 
 // Client talks to authorization servers over HTTP (give it the egress
 // guard's transport). Now is the clock expiries are computed against.
+// AllowHTTP lets an authorization server's issuer and endpoints be plain
+// http (the runtime sets it with --egress-allow-private, for servers on
+// loopback or a private network); otherwise they must be https (OAuth 2.1
+// section 1.5), since codes, tokens and client secrets go there and the
+// person's browser is sent to the authorization endpoint.
 type Client struct {
-	HTTP *http.Client
-	Now  func() time.Time
+	HTTP      *http.Client
+	Now       func() time.Time
+	AllowHTTP bool
+}
+
+// endpointOK checks an authorization server URL from metadata or a person:
+// absolute, https (or http when allowed), no user info.
+func (c *Client) endpointOK(v string) bool {
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" || u.User != nil {
+		return false
+	}
+	return u.Scheme == "https" || (u.Scheme == "http" && c.AllowHTTP)
+}
+
+func (c *Client) schemes() string {
+	if c.AllowHTTP {
+		return "an absolute http(s) URL"
+	}
+	return "an absolute https URL"
 }
 
 func (c *Client) now() time.Time {
@@ -85,6 +108,13 @@ func (c *Client) Discover(ctx context.Context, resource string) (Metadata, error
 		issuer = prm.AuthorizationServers[0]
 		md.ScopesSupported = prm.ScopesSupported
 		if prm.Resource != "" {
+			// RFC 9728 section 3.3: metadata naming another resource must not be
+			// used, or a server could have Subako ask, with the person's consent,
+			// for tokens meant for someone else's resource and then receive them.
+			if !covers(prm.Resource, u) {
+				return md, &Error{Step: "discovery", URL: resource, Description: fmt.Sprintf(
+					"the protected-resource metadata names the resource %q, which is not this URL or a parent of it (RFC 9728 section 3.3)", cut(prm.Resource))}
+			}
 			md.Resource = prm.Resource // the identifier the server expects in `resource`
 		}
 	}
@@ -101,6 +131,17 @@ func (c *Client) Discover(ctx context.Context, resource string) (Metadata, error
 }
 
 func origin(u *url.URL) string { return u.Scheme + "://" + u.Host }
+
+// covers reports whether the resource identifier res is the URL u or a
+// parent of it: same scheme and host, and u's path under res's path.
+func covers(res string, u *url.URL) bool {
+	r, err := url.Parse(res)
+	if err != nil || r.User != nil || !strings.EqualFold(r.Scheme, u.Scheme) || !strings.EqualFold(r.Host, u.Host) {
+		return false
+	}
+	rp, up := strings.TrimSuffix(r.EscapedPath(), "/"), strings.TrimSuffix(u.EscapedPath(), "/")
+	return rp == "" || up == rp || strings.HasPrefix(up, rp+"/")
+}
 
 func (c *Client) resourceMetadata(ctx context.Context, u *url.URL) (*resourceMetadata, error) {
 	base := origin(u) + "/.well-known/oauth-protected-resource"
@@ -177,8 +218,8 @@ func authParam(header, name string) string {
 func (c *Client) serverMetadata(ctx context.Context, issuer string) (serverMetadata, error) {
 	var sm serverMetadata
 	iu, err := url.Parse(issuer)
-	if err != nil || (iu.Scheme != "http" && iu.Scheme != "https") || iu.Host == "" {
-		return sm, &Error{Step: "discovery", URL: issuer, Description: "the authorization server is not an absolute http(s) URL"}
+	if err != nil || !c.endpointOK(issuer) {
+		return sm, &Error{Step: "discovery", URL: cut(issuer), Description: "the authorization server is not " + c.schemes()}
 	}
 	p := strings.TrimSuffix(iu.EscapedPath(), "/")
 	tries := []string{origin(iu) + "/.well-known/oauth-authorization-server" + p, origin(iu) + "/.well-known/openid-configuration" + p}
@@ -196,7 +237,7 @@ func (c *Client) serverMetadata(ctx context.Context, issuer string) (serverMetad
 		if strings.TrimSuffix(sm.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
 			return sm, &Error{Step: "discovery", URL: t, Description: fmt.Sprintf("the metadata's issuer %q is not %q (RFC 8414 section 3.3)", cut(sm.Issuer), issuer)}
 		}
-		if err := checkEndpoints(t, sm); err != nil {
+		if err := c.checkEndpoints(t, sm); err != nil {
 			return sm, err
 		}
 		return sm, nil
@@ -204,10 +245,14 @@ func (c *Client) serverMetadata(ctx context.Context, issuer string) (serverMetad
 	return sm, &Error{Step: "discovery", URL: tries[0], Description: "no authorization server metadata found (RFC 8414); enter the server's details or check the URL"}
 }
 
-func checkEndpoints(at string, sm serverMetadata) error {
-	for name, v := range map[string]string{"authorization_endpoint": sm.AuthorizationEndpoint, "token_endpoint": sm.TokenEndpoint} {
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &Error{Step: "discovery", URL: at, Description: "the metadata's " + name + " is missing or not an absolute http(s) URL"}
+func (c *Client) checkEndpoints(at string, sm serverMetadata) error {
+	for _, e := range []struct{ name, v string }{{"authorization_endpoint", sm.AuthorizationEndpoint}, {"token_endpoint", sm.TokenEndpoint},
+		{"registration_endpoint", sm.RegistrationEndpoint}, {"revocation_endpoint", sm.RevocationEndpoint}} {
+		if e.v == "" && (e.name == "registration_endpoint" || e.name == "revocation_endpoint") {
+			continue
+		}
+		if !c.endpointOK(e.v) || len(e.v) > 2048 {
+			return &Error{Step: "discovery", URL: at, Description: "the metadata's " + e.name + " is missing or not " + c.schemes()}
 		}
 	}
 	if len(sm.ChallengeMethods) > 0 && !slices.Contains(sm.ChallengeMethods, "S256") {
@@ -260,6 +305,9 @@ func (c *Client) Register(ctx context.Context, md Metadata, redirectURI, scopes 
 	}
 	if scopes != "" {
 		in["scope"] = scopes
+	}
+	if !c.endpointOK(md.RegistrationEndpoint) {
+		return Registration{}, &Error{Step: "registration", URL: cut(md.RegistrationEndpoint), Description: "the registration endpoint is not " + c.schemes()}
 	}
 	b, _ := json.Marshal(in)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, md.RegistrationEndpoint, bytes.NewReader(b))
@@ -323,6 +371,9 @@ func AuthMethodFor(secret string, supported []string) string {
 }
 
 func (c *Client) token(ctx context.Context, step string, s Settings, secret string, form url.Values) (Token, error) {
+	if !c.endpointOK(s.TokenURL) {
+		return Token{}, &Error{Step: step, URL: cut(s.TokenURL), Description: "the token endpoint is not " + c.schemes()}
+	}
 	if s.Resource != "" {
 		form.Set("resource", s.Resource)
 	}

@@ -63,7 +63,7 @@ func TestDiscover(t *testing.T) {
 				}
 				w.WriteHeader(http.StatusUnauthorized)
 			})
-			c := &oauth.Client{HTTP: http.DefaultClient}
+			c := &oauth.Client{HTTP: http.DefaultClient, AllowHTTP: true}
 			md, err := c.Discover(t.Context(), rs.URL+"/mcp")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -88,7 +88,7 @@ func TestDiscoverRefusesAnotherIssuer(t *testing.T) {
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource", jsonHandler(map[string]any{"authorization_servers": []string{as.URL}}))
 	rs := httptest.NewServer(mux)
 	defer rs.Close()
-	_, err := (&oauth.Client{HTTP: http.DefaultClient}).Discover(t.Context(), rs.URL)
+	_, err := (&oauth.Client{HTTP: http.DefaultClient, AllowHTTP: true}).Discover(t.Context(), rs.URL)
 	if err == nil || !strings.Contains(err.Error(), "issuer") {
 		t.Fatalf("err = %v, want a refusal naming the issuer", err)
 	}
@@ -134,7 +134,7 @@ func TestTokenErrorsNameTheCodeNotTheSecrets(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	s := oauth.Settings{TokenURL: srv.URL + "/token", ClientID: "c1", Resource: "https://mcp.example/mcp", AuthMethod: "client_secret_basic"}
-	_, err := (&oauth.Client{HTTP: http.DefaultClient}).Refresh(t.Context(), s, "cs-SECRET-1", "rt-SECRET-2")
+	_, err := (&oauth.Client{HTTP: http.DefaultClient, AllowHTTP: true}).Refresh(t.Context(), s, "cs-SECRET-1", "rt-SECRET-2")
 	var oe *oauth.Error
 	if !errors.As(err, &oe) || !oe.Permanent() || oe.Code != "invalid_grant" {
 		t.Fatalf("err = %v, want a permanent invalid_grant", err)
@@ -166,7 +166,7 @@ func TestClientAuthMethods(t *testing.T) {
 			}))
 			defer srv.Close()
 			s := oauth.Settings{TokenURL: srv.URL, ClientID: "c1", AuthMethod: tc.method}
-			tok, err := (&oauth.Client{HTTP: http.DefaultClient}).ClientCredentials(t.Context(), s, tc.secret)
+			tok, err := (&oauth.Client{HTTP: http.DefaultClient, AllowHTTP: true}).ClientCredentials(t.Context(), s, tc.secret)
 			if err != nil || tok.AccessToken != "at" || tok.ExpiresAt.IsZero() {
 				t.Fatalf("token %v, err %v", tok.ExpiresAt, err)
 			}
@@ -190,7 +190,7 @@ func TestTokenErrorEchoingTheRequestIsRedacted(t *testing.T) {
 			"error_description": "bad request " + string(body) + " auth " + r.Header.Get("Authorization") + " form " + r.FormValue("refresh_token")})
 	}))
 	defer srv.Close()
-	c := &oauth.Client{HTTP: http.DefaultClient}
+	c := &oauth.Client{HTTP: http.DefaultClient, AllowHTTP: true}
 	for _, method := range []string{"client_secret_basic", "client_secret_post"} {
 		s := oauth.Settings{TokenURL: srv.URL, ClientID: "c1", AuthMethod: method}
 		_, err1 := c.Refresh(t.Context(), s, "cs-SECRET/1+x", "rt-SECRET=2&")
@@ -207,5 +207,82 @@ func TestTokenErrorEchoingTheRequestIsRedacted(t *testing.T) {
 				t.Fatalf("%s: error text %q: the echo was not there to redact", method, err)
 			}
 		}
+	}
+}
+
+// Metadata naming another server's resource is not used (RFC 9728 3.3):
+// else a hostile MCP server could have the person consent to tokens for
+// someone else's resource at a shared authorization server, and receive
+// them on its own calls. A parent of the URL is fine.
+func TestDiscoverRefusesAnotherResource(t *testing.T) {
+	var as *httptest.Server
+	as = startAS(t, func() string { return as.URL }, http.NewServeMux())
+	for _, tc := range []struct {
+		resource func(rs string) string
+		ok       bool
+	}{
+		{func(string) string { return "https://victim.example/mcp" }, false},
+		{func(rs string) string { return rs + "/mcpx" }, false},
+		{func(rs string) string { return rs + "/other" }, false},
+		{func(rs string) string { return rs + "/mcp" }, true},
+		{func(rs string) string { return rs }, true},
+	} {
+		mux := http.NewServeMux()
+		rs := httptest.NewServer(mux)
+		res := tc.resource(rs.URL)
+		mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", jsonHandler(map[string]any{"resource": res, "authorization_servers": []string{as.URL}}))
+		md, err := (&oauth.Client{HTTP: http.DefaultClient, AllowHTTP: true}).Discover(t.Context(), rs.URL+"/mcp")
+		rs.Close()
+		if tc.ok && (err != nil || md.Resource != res) {
+			t.Errorf("resource %s: err %v, resource %q", res, err, md.Resource)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "RFC 9728")) {
+			t.Errorf("resource %s: err = %v, want a refusal", res, err)
+		}
+	}
+}
+
+// The authorization and token endpoints must be https unless plain http is
+// allowed (--egress-allow-private): a code or client secret is not sent in
+// the clear, and no other scheme (javascript:, data:, file:) is followed or
+// handed to the browser.
+func TestEndpointsMustBeHTTPSAndWebURLs(t *testing.T) {
+	var as *httptest.Server
+	authz := ""
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		jsonHandler(map[string]any{"issuer": as.URL, "authorization_endpoint": authz, "token_endpoint": as.URL + "/token",
+			"registration_endpoint": as.URL + "/register"})(w, r)
+	})
+	tokenHits := 0
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) { tokenHits++ })
+	as = httptest.NewServer(mux)
+	defer as.Close()
+	rsMux := http.NewServeMux()
+	rsMux.HandleFunc("GET /.well-known/oauth-protected-resource", jsonHandler(map[string]any{"authorization_servers": []string{as.URL}}))
+	rs := httptest.NewServer(rsMux)
+	defer rs.Close()
+
+	strict := &oauth.Client{HTTP: http.DefaultClient}
+	loose := &oauth.Client{HTTP: http.DefaultClient, AllowHTTP: true}
+	authz = as.URL + "/authorize"
+	if _, err := strict.Discover(t.Context(), rs.URL); err == nil || !strings.Contains(err.Error(), "https") {
+		t.Fatalf("http authorization server without AllowHTTP: err = %v", err)
+	}
+	if _, err := loose.Discover(t.Context(), rs.URL); err != nil {
+		t.Fatalf("http authorization server with AllowHTTP: %v", err)
+	}
+	for _, bad := range []string{"javascript:alert(document.cookie)//", "data:text/html,<script>alert(1)</script>", "file:///etc/passwd", "//evil.example/authorize", "http://user:pw@evil.example/a"} {
+		authz = bad
+		if md, err := loose.Discover(t.Context(), rs.URL); err == nil || !strings.Contains(err.Error(), "authorization_endpoint") {
+			t.Errorf("authorization_endpoint %q: err = %v, endpoint %q", bad, err, md.AuthorizationEndpoint)
+		}
+	}
+	s := oauth.Settings{TokenURL: as.URL + "/token", ClientID: "c1"}
+	if _, err := strict.Refresh(t.Context(), s, "cs", "rt"); err == nil || !strings.Contains(err.Error(), "https") || tokenHits != 0 {
+		t.Fatalf("refresh at an http token endpoint without AllowHTTP: err = %v, %d requests sent", err, tokenHits)
+	}
+	if _, err := strict.Register(t.Context(), oauth.Metadata{RegistrationEndpoint: as.URL + "/register"}, "https://subako.example/cb", ""); err == nil || !strings.Contains(err.Error(), "https") {
+		t.Fatalf("registration at an http endpoint without AllowHTTP: err = %v", err)
 	}
 }

@@ -1,0 +1,64 @@
+package runtime_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/subako/subako/models/modelstest"
+	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/vault"
+)
+
+// A runtime with the default egress rule (no --egress-allow-private), an
+// owner and a vault.
+func strictVaultWorld(t *testing.T) (*runtime.Runtime, runtime.Principal, string) {
+	t.Helper()
+	keys, _ := vault.NewKeyringFromSecret(strings.Repeat("k", 40))
+	rt := runtime.New(modelstest.Open(t), runtime.Options{Keys: keys})
+	t.Cleanup(rt.Close)
+	if _, _, err := rt.UserCreate(t.Context(), runtime.System, "owner@example.com", "owner", "correct-horse-battery"); err != nil {
+		t.Fatal(err)
+	}
+	owner, err := rt.PrincipalForEmail(t.Context(), "owner@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := rt.VaultCreate(t.Context(), owner, runtime.VaultInput{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, owner, v.ID
+}
+
+// Client credentials' token_url gets the client secret: a plain http one
+// is refused by name (not sent in the clear) unless private egress is on,
+// and the other fields name their limits.
+func TestOAuthClientCredentialsFieldsNamedWithLimits(t *testing.T) {
+	rt, owner, vaultID := strictVaultWorld(t)
+	base := runtime.CredentialInput{Vault: vaultID, Prefix: "https://api.example/", Type: "client_credentials",
+		TokenURL: "https://auth.example/token", ClientID: "m2m", Secret: "m2m-secret-value"}
+	for _, tc := range []struct {
+		name   string
+		change func(*runtime.CredentialInput)
+		field  string
+		says   string
+	}{
+		{"http token_url", func(in *runtime.CredentialInput) { in.TokenURL = "http://auth.example/token" }, "token_url", "https"},
+		{"javascript token_url", func(in *runtime.CredentialInput) { in.TokenURL = "javascript:alert(1)" }, "token_url", "absolute"},
+		{"long client_id", func(in *runtime.CredentialInput) { in.ClientID = strings.Repeat("c", 257) }, "client_id", "256"},
+		{"no client_id", func(in *runtime.CredentialInput) { in.ClientID = "" }, "client_id", "required"},
+		{"long scopes", func(in *runtime.CredentialInput) { in.Scopes = strings.Repeat("s ", 600) }, "scopes", "1000"},
+		{"bad prefix", func(in *runtime.CredentialInput) { in.Prefix = "ftp://api.example/" }, "prefix", "https://"},
+	} {
+		in := base
+		tc.change(&in)
+		_, err := rt.CredentialSet(t.Context(), owner, in)
+		e, ok := runtime.AsError(err)
+		if !ok || e.Field != tc.field || !strings.Contains(e.Detail, tc.says) {
+			t.Errorf("%s: err = %v, want an error on %s saying %q", tc.name, err, tc.field, tc.says)
+		}
+		if ok && strings.Contains(e.Detail, "m2m-secret-value") {
+			t.Errorf("%s: the client secret is in the error", tc.name)
+		}
+	}
+}
