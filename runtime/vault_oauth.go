@@ -304,9 +304,13 @@ func (r *Runtime) reloadOAuth(ctx context.Context, credID string) (cachedToken, 
 	return t, nil
 }
 
-// casCredential updates the row only if its version is still version.
+// casCredential updates the row only if its version is still version and
+// it is still an OAuth credential: one replaced by a static secret is never
+// written by a refresh that was in flight (it would seal the token JSON as
+// the static secret, sent as it is to the server).
 func (r *Runtime) casCredential(ctx context.Context, id string, version int64, set map[string]any) (bool, error) {
-	res := r.db.WithContext(ctx).Model(&models.Credential{}).Where("id = ? AND version = ?", id, version).Updates(set)
+	res := r.db.WithContext(ctx).Model(&models.Credential{}).
+		Where("id = ? AND version = ? AND type IN ?", id, version, []string{CredentialOAuth, CredentialClientCredentials}).Updates(set)
 	if res.Error != nil {
 		return false, fmt.Errorf("runtime: update oauth credential %s: %w", id, res.Error)
 	}

@@ -241,7 +241,8 @@ func (r *Runtime) storeCredential(ctx context.Context, vaultID string, c vault.C
 	}
 	rec.Type, rec.HeaderName, rec.Username, rec.UpdatedAt = c.Type, c.HeaderName, c.Username, r.now()
 	// A static secret replacing an OAuth credential leaves no OAuth state behind.
-	rec.OAuth, rec.Status, rec.StatusDetail, rec.ExpiresAt, rec.RefreshedAt, rec.Version = "", "", "", nil, nil, rec.Version+1
+	// The next even version, as in writeOAuth: an odd one is a refresh's claim.
+	rec.OAuth, rec.Status, rec.StatusDetail, rec.ExpiresAt, rec.RefreshedAt, rec.Version = "", "", "", nil, nil, rec.Version+2-rec.Version%2
 	r.forgetOAuth(rec.ID)
 	// The credential's id is the AAD: a sealed secret cannot be moved to another row.
 	if rec.KeyID, rec.Ciphertext, err = r.opts.Keys.Seal([]byte(secret), []byte(rec.ID)); err != nil {
