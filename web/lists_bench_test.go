@@ -1,0 +1,133 @@
+package web_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subako/subako/models/modelstest"
+	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/web"
+)
+
+// List pages (issue 11): each list page over 100,000 sessions, actions,
+// approvals, sandboxes and usage records, beside the same page of an empty
+// server, alternating in one run. SUBAKO_BENCH_LIST_ROWS changes the count.
+
+// listServer is a served Subako with the owner's browser signed in.
+type listServer struct {
+	srv     *httptest.Server
+	browser *http.Client
+	seed    listSeed
+}
+
+func newListServer(b *testing.B, rows int) *listServer {
+	b.Helper()
+	ctx := b.Context()
+	rt := runtime.New(modelstest.Open(b), runtime.Options{Log: quiet})
+	b.Cleanup(rt.Close)
+	if _, _, err := rt.UserCreate(ctx, runtime.System, "owner@example.com", "owner", password); err != nil {
+		b.Fatal(err)
+	}
+	owner, err := rt.PrincipalForEmail(ctx, "owner@example.com")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := &listServer{}
+	if rows > 0 {
+		l.seed = seedLists(b, rt, owner, rows)
+	}
+	key := []byte("0123456789abcdef0123456789abcdef")
+	var handler http.Handler
+	l.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	handler = web.New(rt, web.Config{BaseURL: l.srv.URL, CookieHashKey: key, CookieBlockKey: key, Log: quiet})
+	b.Cleanup(l.srv.Close)
+	jar, _ := cookiejar.New(nil)
+	l.browser = &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest(http.MethodPost, l.srv.URL+"/login",
+		strings.NewReader(url.Values{"email": {"owner@example.com"}, "password": {password}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := l.browser.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		b.Fatalf("login answered %d", resp.StatusCode)
+	}
+	return l
+}
+
+// get renders one page and says how long it took, body read.
+func (l *listServer) get(b *testing.B, path string) time.Duration {
+	start := time.Now()
+	resp, err := l.browser.Get(l.srv.URL + path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("GET %s: %d", path, resp.StatusCode)
+	}
+	return time.Since(start)
+}
+
+func p50ms(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return float64(s[len(s)/2].Microseconds()) / 1000
+}
+
+func BenchmarkListPages(b *testing.B) {
+	rows := 100_000
+	if s := os.Getenv("SUBAKO_BENCH_LIST_ROWS"); s != "" {
+		rows, _ = strconv.Atoi(s)
+	}
+	start := time.Now()
+	full := newListServer(b, rows)
+	b.Logf("seeded %d rows of each list in %s (%s)", rows, time.Since(start).Round(time.Millisecond), modelstest.Dialect())
+	empty := newListServer(b, 0)
+	// A deep page starts at the middle row: the cursor a person reaches
+	// after following Older a thousand times.
+	mid := rows / 2
+	deep := func(prefix string, shift time.Duration) string {
+		return runtime.Cursor{At: full.seed.at(mid).Add(shift), ID: seedID(prefix, mid)}.String()
+	}
+	pages := []struct{ name, path string }{
+		{"sessions", "/sessions"},
+		{"sessions-deep", "/sessions?cursor=" + deep("ses", 0)},
+		{"audit", "/audit"},
+		{"audit-deep", "/audit?cursor=" + deep("act", 0)},
+		{"approvals-history", "/approvals/history"},
+		{"approvals-history-deep", "/approvals/history?cursor=" + deep("apr", time.Minute)},
+		{"sandboxes", "/sandboxes"},
+		{"sandboxes-deep", "/sandboxes?cursor=" + deep("sbx", 0)},
+		{"usage", "/usage"},
+		{"usage-deep", "/usage?cursor=" + deep("use", 0)},
+	}
+	for _, pg := range pages {
+		b.Run(pg.name, func(b *testing.B) {
+			full.get(b, pg.path) // warm both
+			empty.get(b, pg.path)
+			var tf, te []time.Duration
+			for b.Loop() {
+				tf = append(tf, full.get(b, pg.path))
+				te = append(te, empty.get(b, pg.path))
+			}
+			f, e := p50ms(tf), p50ms(te)
+			b.ReportMetric(f, "p50-ms")
+			b.ReportMetric(e, "empty-p50-ms")
+			b.ReportMetric(f/e, "ratio")
+		})
+	}
+}
