@@ -111,28 +111,45 @@ func (m *mcpBench) sessionClient(b *testing.B) *mcp.ClientSession {
 	return connect(b, m.srv.URL+"/mcp/sessions/"+s.ID, s.Token)
 }
 
-// side is one of the two things compared: its clients and the call each makes.
+// side is one of the two things compared: its clients and the call each
+// makes (or, for an in-process side, calls: one function a client).
 type side struct {
 	clients []*mcp.ClientSession
 	params  *mcp.CallToolParams
 	want    string
+	inProc  []func() error
 	elapsed time.Duration
 	calls   int
+}
+
+func (s *side) callers() []func() error {
+	if s.inProc != nil {
+		return s.inProc
+	}
+	out := make([]func() error, len(s.clients))
+	for i, cs := range s.clients {
+		out[i] = func() error {
+			res, err := cs.CallTool(context.Background(), s.params)
+			if err == nil && (res.IsError || resultText(res) != s.want) {
+				err = fmt.Errorf("%s answered %q (error %v)", s.params.Name, resultText(res), res.IsError)
+			}
+			return err
+		}
+	}
+	s.inProc = out
+	return out
 }
 
 // round makes per calls on each client at once and adds the wall time.
 func (s *side) round(b *testing.B, per int) {
 	var wg sync.WaitGroup
-	errs := make(chan error, len(s.clients))
+	callers := s.callers()
+	errs := make(chan error, len(callers))
 	start := time.Now()
-	for _, cs := range s.clients {
+	for _, call := range callers {
 		wg.Go(func() {
 			for range per {
-				res, err := cs.CallTool(context.Background(), s.params)
-				if err == nil && (res.IsError || resultText(res) != s.want) {
-					err = fmt.Errorf("%s answered %q (error %v)", s.params.Name, resultText(res), res.IsError)
-				}
-				if err != nil {
+				if err := call(); err != nil {
 					errs <- err
 					return
 				}
@@ -141,7 +158,7 @@ func (s *side) round(b *testing.B, per int) {
 	}
 	wg.Wait()
 	s.elapsed += time.Since(start)
-	s.calls += per * len(s.clients)
+	s.calls += per * len(callers)
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
@@ -166,8 +183,8 @@ func compare(b *testing.B, subako, base *side) {
 	rate := func(s *side) float64 { return float64(s.calls) / s.elapsed.Seconds() }
 	b.ReportMetric(rate(subako), "subako_calls/s")
 	b.ReportMetric(rate(base), "base_calls/s")
-	b.ReportMetric(float64(subako.elapsed.Microseconds())/float64(subako.calls)*float64(len(subako.clients)), "subako_us/call")
-	b.ReportMetric(float64(base.elapsed.Microseconds())/float64(base.calls)*float64(len(base.clients)), "base_us/call")
+	b.ReportMetric(float64(subako.elapsed.Microseconds())/float64(subako.calls)*float64(len(subako.callers())), "subako_us/call")
+	b.ReportMetric(float64(base.elapsed.Microseconds())/float64(base.calls)*float64(len(base.callers())), "base_us/call")
 	b.ReportMetric(subako.elapsed.Seconds()/base.elapsed.Seconds(), "ratio")
 	b.ReportMetric(0, "ns/op") // the figures above are the ones that mean something
 }
@@ -231,4 +248,29 @@ func BenchmarkMCPEndpointSkillRead(b *testing.B) {
 	}
 	subako.want = resultText(res)
 	compare(b, subako, base)
+}
+
+// BenchmarkMCPEndpointOverhead isolates the endpoint: the same allowed echo
+// through a session's MCP endpoint (HTTP, bearer check, SDK server) against
+// ToolCall.create called in process on the same session. ratio is what the
+// endpoint layer multiplies a governed call by.
+func BenchmarkMCPEndpointOverhead(b *testing.B) {
+	m := newMCPBench(b)
+	s, err := m.rt.SessionCreate(b.Context(), m.owner, runtime.SessionCreateInput{Version: m.version, Vaults: []string{m.vault}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	endpoint := &side{clients: []*mcp.ClientSession{connect(b, m.srv.URL+"/mcp/sessions/"+s.ID, s.Token)},
+		params: &mcp.CallToolParams{Name: "mcp__everything__echo", Arguments: map[string]any{"message": "hi"}}, want: "Echo: hi"}
+	p := runtime.SessionPrincipal(s.ID, "")
+	wait := 10.0
+	inProcess := &side{inProc: []func() error{func() error {
+		c, err := m.rt.ToolCallCreate(context.Background(), p, runtime.ToolCallInput{Session: s.ID, Tool: "mcp__everything__echo",
+			Input: json.RawMessage(`{"message":"hi"}`), WaitSeconds: &wait})
+		if err == nil && c.Status != runtime.CallSucceeded {
+			err = fmt.Errorf("in process: %+v", c)
+		}
+		return err
+	}}}
+	compare(b, endpoint, inProcess)
 }
