@@ -194,7 +194,7 @@ func BenchmarkLiveApprovalEvent(b *testing.B) {
 		start := time.Now()
 		id := l.ask(b, api)
 		call = time.Since(start)
-		deadline := time.After(10 * time.Second)
+		deadline := time.After(30 * time.Second)
 		for event == 0 {
 			select {
 			case ev, ok := <-events:
@@ -205,7 +205,7 @@ func BenchmarkLiveApprovalEvent(b *testing.B) {
 					event = ev.at.Sub(start)
 				}
 			case <-deadline:
-				b.Fatalf("no event named %s within 10 s", id)
+				b.Fatalf("no event named %s within 30 s", id)
 			}
 		}
 		if _, err := l.rt.ApprovalDeny(b.Context(), l.owner, runtime.DecisionInput{Approval: id, Reason: "bench"}); err != nil {
