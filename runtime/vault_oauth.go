@@ -135,16 +135,31 @@ func (r *Runtime) oauthToken(ctx context.Context, credID string, stale int64) (c
 		return t, nil
 	}
 	// The refresh outlives a caller that gives up, so the others waiting on
-	// it, and the rotated refresh token, are not lost with it.
-	v, err, _ := r.oauth.group.Do(credID, func() (any, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		return r.refreshOAuth(rctx, credID, stale)
-	})
-	if err != nil {
-		return cachedToken{}, err
+	// it, and the rotated refresh token, are not lost with it; the caller
+	// itself stops waiting when its own context ends (a tool call's timeout).
+	for try := 0; ; try++ {
+		ch := r.oauth.group.DoChan(credID, func() (any, error) {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			return r.refreshOAuth(rctx, credID, stale)
+		})
+		var res singleflight.Result
+		select {
+		case <-ctx.Done():
+			return cachedToken{}, fmt.Errorf("runtime: waiting for the oauth credential's refresh: %w", ctx.Err())
+		case res = <-ch:
+		}
+		if res.Err != nil {
+			return cachedToken{}, res.Err
+		}
+		t := res.Val.(cachedToken)
+		// Joined a flight started for another caller, which kept the very
+		// version this caller's server refused: run one for this caller.
+		if stale >= 0 && t.version == stale && try == 0 {
+			continue
+		}
+		return t, nil
 	}
-	return v.(cachedToken), nil
 }
 
 func (r *Runtime) loadOAuth(ctx context.Context, credID string) (models.Credential, oauth.Settings, oauth.Secrets, error) {

@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,5 +63,96 @@ func TestOAuthRefreshInFlightDoesNotOverwriteAStaticReplacement(t *testing.T) {
 	plain, err := keys.Open(now.KeyID, now.Ciphertext, []byte(now.ID))
 	if err != nil || string(plain) != "static-secret-value" || now.Type != vault.TypeBearer || now.OAuth != "" || now.Status != "" {
 		t.Fatalf("after the in-flight refresh: type %q status %q secret %q (err %v)", now.Type, now.Status, plain, err)
+	}
+}
+
+// A call waiting for its credential's refresh stops waiting when its own
+// context ends (a tool call's timeout), even if the token endpoint hangs;
+// the refresh itself goes on for whoever else waits.
+func TestOAuthWaitForRefreshHonoursTheCallersContext(t *testing.T) {
+	ctx := t.Context()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "at-new", "token_type": "Bearer", "expires_in": 3600})
+	}))
+	defer srv.Close()
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock() // before srv.Close, which waits for the handler
+	keys, _ := vault.NewKeyringFromSecret(strings.Repeat("k", 40))
+	r := New(modelstest.Open(t), Options{Keys: keys, AllowPrivateEgress: true})
+	t.Cleanup(r.Close)
+	if _, _, err := r.UserCreate(ctx, System, "owner@example.com", "owner", "correct-horse-battery"); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := r.PrincipalForEmail(ctx, "owner@example.com")
+	v, err := r.VaultCreate(ctx, owner, VaultInput{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := oauth.Settings{Grant: oauth.GrantAuthorizationCode, TokenURL: srv.URL, ClientID: "c1"}
+	rec, err := r.storeOAuth(ctx, v.ID, "https://api.example/", CredentialOAuth, s, oauth.Secrets{AccessToken: "at-old", RefreshToken: "rt-old"}, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = r.oauthToken(cctx, rec.ID, -1)
+	if waited := time.Since(start); err == nil || waited > 5*time.Second {
+		t.Fatalf("oauthToken with a 300 ms context and a hanging token endpoint: err %v after %v", err, waited)
+	}
+	unblock()
+	// The refresh went on: the next caller gets its token.
+	tok, err := r.oauthToken(ctx, rec.ID, -1)
+	if err != nil || tok.access != "at-new" {
+		t.Fatalf("after the token endpoint answered: %q, %v", tok.access, err)
+	}
+}
+
+// A caller whose token was just refused (401) and who joins a refresh
+// started by another caller that kept that same token (it was still fresh
+// by its expiry) gets a refresh of its own, not the refused token again.
+func TestOAuthRetryAfter401DoesNotTakeTheRefusedTokenFromAnotherFlight(t *testing.T) {
+	ctx := t.Context()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "at-new", "token_type": "Bearer", "expires_in": 3600})
+	}))
+	defer srv.Close()
+	keys, _ := vault.NewKeyringFromSecret(strings.Repeat("k", 40))
+	r := New(modelstest.Open(t), Options{Keys: keys, AllowPrivateEgress: true})
+	t.Cleanup(r.Close)
+	if _, _, err := r.UserCreate(ctx, System, "owner@example.com", "owner", "correct-horse-battery"); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := r.PrincipalForEmail(ctx, "owner@example.com")
+	v, err := r.VaultCreate(ctx, owner, VaultInput{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := oauth.Settings{Grant: oauth.GrantAuthorizationCode, TokenURL: srv.URL, ClientID: "c1"}
+	rec, err := r.storeOAuth(ctx, v.ID, "https://api.example/", CredentialOAuth, s, oauth.Secrets{AccessToken: "at-old", RefreshToken: "rt-old"}, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another caller's flight (cold cache) that answers the stored token.
+	release := make(chan struct{})
+	other := r.oauth.group.DoChan(rec.ID, func() (any, error) {
+		<-release
+		return cachedToken{access: "at-old", version: rec.Version, expires: time.Now().Add(time.Hour)}, nil
+	})
+	got := make(chan cachedToken, 1)
+	go func() {
+		tok, _ := r.oauthToken(ctx, rec.ID, rec.Version) // at-old was refused with a 401
+		got <- tok
+	}()
+	time.Sleep(200 * time.Millisecond) // let it join the other flight
+	close(release)
+	<-other
+	if tok := <-got; tok.access != "at-new" {
+		t.Fatalf("after a 401 on version %d the caller got %q (version %d), want a refreshed token", rec.Version, tok.access, tok.version)
 	}
 }
