@@ -46,6 +46,11 @@ const (
 
 // prepared wraps a freshly opened database: DB prepares, plain does not.
 func prepared(db *gorm.DB, d Dialect) *DB {
+	if sqlDB, err := db.DB(); err == nil {
+		// The prepared pool's transactions can run code after their commit
+		// (commit.go); plain's statements keep the bare *sql.DB.
+		db.Config.ConnPool = commitPool{sqlDB}
+	}
 	return &DB{DB: db.Session(&gorm.Session{PrepareStmt: true, NewDB: true}), Dialect: d, plain: db}
 }
 

@@ -94,12 +94,15 @@ func (r *Runtime) watchAuthWrites() {
 	if r.db == nil || r.db.DB == nil {
 		return
 	}
+	name := fmt.Sprintf("subako:authcache:%p", r)
 	hook := func(tx *gorm.DB) {
 		if tx.Statement != nil && authTables[tx.Statement.Table] && tx.Statement.Context.Value(authTouch{}) == nil {
 			r.auth.reset()
+			// Again after the commit: a token resolved between this write
+			// and the commit read the old rows.
+			models.AfterCommit(tx, name, r.auth.reset)
 		}
 	}
-	name := fmt.Sprintf("subako:authcache:%p", r)
 	cb := r.db.DB.Callback()
 	_ = cb.Update().After("gorm:update").Register(name, hook)
 	_ = cb.Delete().After("gorm:delete").Register(name, hook)

@@ -187,6 +187,11 @@ func (r *Runtime) watch() {
 			}
 			if hotWrite(db.Statement, create) {
 				r.hot.invalidate()
+				// Inside a transaction this runs before the commit: a read
+				// in between still sees the old rows and may fill the cache
+				// with them at the new generation. Move it on again once
+				// the transaction has committed.
+				models.AfterCommit(db, name, r.hot.invalidate)
 			}
 		}
 	}

@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/models/modelstest"
+)
+
+// skillSession is a session whose one tool reads a skill's file: no server needed.
+func skillSession(t *testing.T, db *models.DB) (*Runtime, Principal, SessionView) {
+	t.Helper()
+	ctx := t.Context()
+	r := New(db, Options{})
+	t.Cleanup(r.Close)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := r.UserCreate(ctx, System, "owner@example.com", "owner", "correct-horse-battery")
+	must(err)
+	owner, err := r.PrincipalForEmail(ctx, "owner@example.com")
+	must(err)
+	_, err = r.SkillCreate(ctx, owner, SkillInput{Name: "policy", Files: []SkillFileInput{{Path: "refunds.md", Content: "Refunds within 30 days."}}})
+	must(err)
+	name := "reviewed"
+	a, err := r.AgentCreate(ctx, owner, AgentInput{Name: &name})
+	must(err)
+	cfg, _ := json.Marshal(map[string]any{"skills": []any{map[string]any{"name": "policy", "skill": "policy"}}})
+	ver, err := r.VersionCreate(ctx, owner, VersionCreateInput{Agent: a.ID, Config: cfg})
+	must(err)
+	_, err = r.VersionPublish(ctx, owner, ver.ID)
+	must(err)
+	s, err := r.SessionCreate(ctx, owner, SessionCreateInput{Version: ver.ID})
+	must(err)
+	return r, owner, s
+}
+
+type raceMarker struct{}
+
+// A call arriving while Session.end's transaction is between its write of
+// the session and its commit reads the session still active, and the cache
+// of sessions must not keep that answer: the next call, after Session.end
+// has returned, is refused.
+func TestHotSessionNotKeptFromAReadBeforeTheEndCommitted(t *testing.T) {
+	db := modelstest.Open(t)
+	r, owner, s := skillSession(t, db)
+	ctx := t.Context()
+	sp := SessionPrincipal(s.ID, "")
+	wait := 10.0
+	read := func() (ToolCallView, error) {
+		return r.ToolCallCreate(ctx, sp, ToolCallInput{Session: s.ID, Tool: "skill__policy__read", Input: json.RawMessage(`{"path":"refunds.md"}`), WaitSeconds: &wait})
+	}
+	if c, err := read(); err != nil || c.Status != CallSucceeded {
+		t.Fatalf("a read in the active session: %v %+v", err, c)
+	}
+	raced := false
+	err := db.Callback().Update().Before("gorm:update").Register("test:session_end_race", func(tx *gorm.DB) {
+		if raced || tx.Statement.Context.Value(raceMarker{}) == nil || tx.Statement.Table != "approvals" {
+			return
+		}
+		raced = true
+		// Session.end has written the session's row (its second statement
+		// is this one) and not committed: a call of the session comes in.
+		if _, err := r.hotSession(context.Background(), sp, s.ID); err != nil {
+			t.Errorf("the racing read: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.SessionEnd(context.WithValue(ctx, raceMarker{}, true), owner, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !raced {
+		t.Fatal("Session.end no longer updates approvals in its transaction: the test does not test the race")
+	}
+	c, err := read()
+	if err == nil || !strings.Contains(err.Error(), "ended") {
+		t.Fatalf("a call after Session.end returned ran in the ended session from a cached row: %v %+v", err, c)
+	}
+}
