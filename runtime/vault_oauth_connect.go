@@ -52,8 +52,8 @@ func checkOAuthFields(prefix, clientID, clientSecret, scopes string) error {
 		return invalid("client_id", "invalid_client_id", "client_id must not contain control characters")
 	case len(scopes) > maxScopesLen:
 		return invalid("scopes", "invalid_scopes", fmt.Sprintf("scopes must be at most %d characters, got %d", maxScopesLen, len(scopes)))
-	case !utf8.ValidString(scopes) || strings.ContainsAny(scopes, "\"\\"):
-		return invalid("scopes", "invalid_scopes", "scopes are space-separated names without quotes or backslashes")
+	case !utf8.ValidString(scopes) || strings.ContainsFunc(scopes, func(r rune) bool { return r != ' ' && (r < 0x21 || r > 0x7e || r == '"' || r == '\\') }):
+		return invalid("scopes", "invalid_scopes", "scopes are space-separated names of printable ASCII characters without quotes or backslashes (RFC 6749 section 3.3)")
 	}
 	if clientSecret != "" {
 		if err := vault.ValidateSecret(clientSecret); err != nil {

@@ -48,6 +48,8 @@ func TestOAuthClientCredentialsFieldsNamedWithLimits(t *testing.T) {
 		{"long client_id", func(in *runtime.CredentialInput) { in.ClientID = strings.Repeat("c", 257) }, "client_id", "256"},
 		{"no client_id", func(in *runtime.CredentialInput) { in.ClientID = "" }, "client_id", "required"},
 		{"long scopes", func(in *runtime.CredentialInput) { in.Scopes = strings.Repeat("s ", 600) }, "scopes", "1000"},
+		{"control character in scopes", func(in *runtime.CredentialInput) { in.Scopes = "read\x00write\x1b[31m" }, "scopes", "printable ASCII"},
+		{"non-ASCII scopes", func(in *runtime.CredentialInput) { in.Scopes = "read écrire" }, "scopes", "printable ASCII"},
 		{"bad prefix", func(in *runtime.CredentialInput) { in.Prefix = "ftp://api.example/" }, "prefix", "https://"},
 	} {
 		in := base

@@ -19,6 +19,9 @@ import (
 // maxAnswer is the most read from any authorization server answer.
 const maxAnswer = 1 << 20
 
+// maxExpiresIn is the longest lifetime of an access token taken at its word.
+const maxExpiresIn = 365 * 24 * time.Hour
+
 // Client talks to authorization servers over HTTP (give it the egress
 // guard's transport). Now is the clock expiries are computed against.
 // AllowHTTP lets an authorization server's issuer and endpoints be plain
@@ -419,6 +422,9 @@ func (c *Client) token(ctx context.Context, step string, s Settings, secret stri
 	}
 	t := Token{AccessToken: out.AccessToken, RefreshToken: out.RefreshToken, Scope: out.Scope}
 	if secs, err := strconv.ParseFloat(strings.Trim(string(out.ExpiresIn), `"`), 64); err == nil && secs > 0 {
+		// A huge expires_in would overflow time.Duration into the past (and
+		// refresh at every call): a year is as long as Subako believes.
+		secs = min(secs, maxExpiresIn.Seconds())
 		t.ExpiresAt = c.now().Add(time.Duration(secs * float64(time.Second)))
 	}
 	return t, nil

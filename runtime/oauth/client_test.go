@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/subako/subako/runtime/oauth"
 )
@@ -284,5 +285,18 @@ func TestEndpointsMustBeHTTPSAndWebURLs(t *testing.T) {
 	}
 	if _, err := strict.Register(t.Context(), oauth.Metadata{RegistrationEndpoint: as.URL + "/register"}, "https://subako.example/cb", ""); err == nil || !strings.Contains(err.Error(), "https") {
 		t.Fatalf("registration at an http endpoint without AllowHTTP: err = %v", err)
+	}
+}
+
+// An absurd expires_in (1e300 seconds) is not turned into an expiry in the
+// past by overflow, which would refresh the token at every call.
+func TestHugeExpiresInIsNotInThePast(t *testing.T) {
+	for _, exp := range []any{1e300, "9223372036854775807", 1e12} {
+		srv := httptest.NewServer(jsonHandler(map[string]any{"access_token": "at", "token_type": "Bearer", "expires_in": exp}))
+		tok, err := (&oauth.Client{HTTP: http.DefaultClient, AllowHTTP: true}).ClientCredentials(t.Context(), oauth.Settings{TokenURL: srv.URL, ClientID: "c1"}, "cs")
+		srv.Close()
+		if err != nil || !tok.ExpiresAt.After(time.Now().Add(24*time.Hour)) {
+			t.Errorf("expires_in %v: expires at %v (err %v), want far in the future", exp, tok.ExpiresAt, err)
+		}
 	}
 }
