@@ -46,6 +46,7 @@ type hotEntry[T any] struct {
 	gen   uint64
 	built time.Time
 	val   T
+	size  int64
 }
 
 // hotCache is one cache keyed by session id.
@@ -53,6 +54,11 @@ type hotCache[T any] struct {
 	mu  sync.Mutex
 	m   map[string]hotEntry[T]
 	max int // entries; 0 is hotMaxSessions
+	// maxBytes bounds the entries' sizes together (size tells an entry's);
+	// 0: bounded by count alone. An entry over a quarter of it is not kept.
+	maxBytes int64
+	size     func(T) int64
+	bytes    int64
 }
 
 func (c *hotCache[T]) get(h *hotPath, key string, now time.Time) (T, bool) {
@@ -80,13 +86,27 @@ func (c *hotCache[T]) put(h *hotPath, key string, gen uint64, now time.Time, v T
 	if c.m == nil {
 		c.m = map[string]hotEntry[T]{}
 	}
-	if _, ok := c.m[key]; !ok && len(c.m) >= limit {
-		for k := range c.m { // full: one entry goes, whichever the map yields first
-			delete(c.m, k)
+	var size int64
+	if c.size != nil {
+		size = c.size(v)
+	}
+	if old, ok := c.m[key]; ok {
+		c.bytes -= old.size
+		delete(c.m, key)
+	}
+	if c.maxBytes > 0 && size > c.maxBytes/4 {
+		return // built again on every call rather than crowd out every other
+	}
+	// Full: entries go, whichever the map yields first, until this one fits.
+	for k, e := range c.m {
+		if len(c.m) < limit && (c.maxBytes == 0 || c.bytes+size <= c.maxBytes) {
 			break
 		}
+		c.bytes -= e.size
+		delete(c.m, k)
 	}
-	c.m[key] = hotEntry[T]{gen: gen, built: now, val: v}
+	c.m[key] = hotEntry[T]{gen: gen, built: now, val: v, size: size}
+	c.bytes += size
 }
 
 type hotPath struct {
@@ -117,7 +137,42 @@ func newHotPath() *hotPath {
 	h := &hotPath{lastUsed: map[string]time.Time{}, closing: make(chan struct{})}
 	h.skillFiles.max = hotMaxSkillFiles
 	h.tools.max = hotMaxToolReports
+	// A report or a session's credentials can be large (a server's 1,000
+	// tools of 64 KiB schemas; a vault of many credentials), and every
+	// session holds its own copy: the count alone does not bound memory.
+	h.tools.maxBytes, h.tools.size = hotMaxToolBytes, toolsReportSize
+	h.creds.maxBytes, h.creds.size = hotMaxCredBytes, credentialsSize
 	return h
+}
+
+// Bytes the offered tools and the credentials of all sessions may hold together.
+const (
+	hotMaxToolBytes = 256 << 20
+	hotMaxCredBytes = 64 << 20
+)
+
+// toolsReportSize is about what a report holds in memory.
+func toolsReportSize(rep toolsReport) int64 {
+	n := int64(256)
+	for _, t := range rep.all {
+		n += int64(256 + len(t.Name) + len(t.Grant) + len(t.Tool.Tool) + len(t.Description) + len(t.InputSchema) + len(t.URL) + len(t.Skill) + len(t.Client))
+	}
+	for k, v := range rep.failed {
+		n += int64(64 + len(k) + len(v))
+	}
+	for _, sk := range rep.skipped {
+		n += int64(128 + len(sk.Grant) + len(sk.Name) + len(sk.Tool) + len(sk.Reason))
+	}
+	return n
+}
+
+// credentialsSize is about what a session's credentials hold in memory.
+func credentialsSize(recs []models.Credential) int64 {
+	n := int64(64)
+	for _, c := range recs {
+		n += int64(256 + len(c.ID) + len(c.VaultID) + len(c.Prefix) + len(c.Ciphertext) + len(c.HeaderName) + len(c.Username) + len(c.OAuth) + len(c.KeyID))
+	}
+	return n
 }
 
 // hotMaxToolReports bounds the sessions whose offered tools are kept: a

@@ -3,13 +3,16 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/models/modelstest"
+	"github.com/subako/subako/runtime/tools"
 )
 
 // skillSession is a session whose one tool reads a skill's file: no server needed.
@@ -85,5 +88,34 @@ func TestHotSessionNotKeptFromAReadBeforeTheEndCommitted(t *testing.T) {
 	c, err := read()
 	if err == nil || !strings.Contains(err.Error(), "ended") {
 		t.Fatalf("a call after Session.end returned ran in the ended session from a cached row: %v %+v", err, c)
+	}
+}
+
+// Sessions' offered tools are kept within a byte budget, not only a count:
+// 1,000 sessions of a version whose servers list 1 MiB of tools would
+// otherwise hold a GiB, each session its own copy.
+func TestHotToolsCacheBoundedInBytes(t *testing.T) {
+	h := newHotPath()
+	schema := json.RawMessage(`{"type":"object","description":"` + strings.Repeat("x", 64<<10-40) + `"}`)
+	var rep toolsReport
+	for range 16 { // 1 MiB of schemas
+		rep.all = append(rep.all, offered{Tool: tools.Tool{Name: "mcp__big__t", InputSchema: schema}})
+	}
+	now := time.Now()
+	for i := range hotMaxToolReports {
+		h.tools.put(h, fmt.Sprintf("ses_%d", i), h.gen.Load(), now, rep)
+	}
+	h.tools.mu.Lock()
+	kept := len(h.tools.m)
+	h.tools.mu.Unlock()
+	held := int64(kept) * int64(16*len(schema))
+	if held > hotMaxToolBytes {
+		t.Fatalf("%d sessions' reports of 1 MiB each kept: %d MiB, more than the %d MiB budget", kept, held>>20, hotMaxToolBytes>>20)
+	}
+	if kept == 0 {
+		t.Fatal("no report kept at all")
+	}
+	if _, ok := h.tools.get(h, fmt.Sprintf("ses_%d", hotMaxToolReports-1), now); !ok {
+		t.Fatal("the report put last is not kept")
 	}
 }
