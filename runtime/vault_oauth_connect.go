@@ -25,6 +25,10 @@ const (
 	pendingTTL = 10 * time.Minute
 )
 
+// oauthConnectBudget is how long Connect with OAuth may spend discovering
+// and registering before the person's page gets an answer (a variable for tests).
+var oauthConnectBudget = 30 * time.Second
+
 // OAuthConnectInput starts "Connect with OAuth" for a URL prefix of a vault.
 // ClientID empty means dynamic client registration.
 type OAuthConnectInput struct {
@@ -88,6 +92,10 @@ func (r *Runtime) OAuthConnectStart(ctx context.Context, p Principal, webSession
 			return invalid("state", "oauth_needs_console", "Connect with OAuth runs in the console, in a signed-in browser")
 		}
 		client := r.oauthClient()
+		// Discovery and registration are up to seven requests to servers the
+		// prefix names; the person's page waits for them, so they share one budget.
+		ctx, cancel := context.WithTimeout(ctx, oauthConnectBudget)
+		defer cancel()
 		md, err := client.Discover(ctx, prefix)
 		if err != nil {
 			return invalid("prefix", "oauth_discovery_failed", err.Error())

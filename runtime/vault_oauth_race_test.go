@@ -156,3 +156,33 @@ func TestOAuthRetryAfter401DoesNotTakeTheRefusedTokenFromAnotherFlight(t *testin
 		t.Fatalf("after a 401 on version %d the caller got %q (version %d), want a refreshed token", rec.Version, tok.access, tok.version)
 	}
 }
+
+// Connect with OAuth answers within its budget when the prefix's servers
+// never answer (each of its up to seven requests would otherwise wait its
+// own 30 s), and says which step failed.
+func TestOAuthConnectStartIsBoundedInTime(t *testing.T) {
+	ctx := t.Context()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release) // before srv.Close, which waits for the handlers
+	defer func(b time.Duration) { oauthConnectBudget = b }(oauthConnectBudget)
+	oauthConnectBudget = 500 * time.Millisecond
+	keys, _ := vault.NewKeyringFromSecret(strings.Repeat("k", 40))
+	r := New(modelstest.Open(t), Options{Keys: keys, AllowPrivateEgress: true})
+	t.Cleanup(r.Close)
+	if _, _, err := r.UserCreate(ctx, System, "owner@example.com", "owner", "correct-horse-battery"); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := r.PrincipalForEmail(ctx, "owner@example.com")
+	v, err := r.VaultCreate(ctx, owner, VaultInput{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = r.OAuthConnectStart(ctx, owner, "web-1", "http://127.0.0.1:9/vaults/oauth/callback", OAuthConnectInput{Vault: v.ID, Prefix: srv.URL + "/mcp"})
+	e, ok := AsError(err)
+	if waited := time.Since(start); !ok || e.Field != "prefix" || waited > 5*time.Second {
+		t.Fatalf("connect to servers that never answer: %v after %v, want an error on prefix within the budget", err, waited)
+	}
+}
