@@ -1,7 +1,10 @@
 package runtime_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/subako/subako/models/modelstest"
@@ -62,5 +65,29 @@ func TestOAuthClientCredentialsFieldsNamedWithLimits(t *testing.T) {
 		if ok && strings.Contains(e.Detail, "m2m-secret-value") {
 			t.Errorf("%s: the client secret is in the error", tc.name)
 		}
+	}
+}
+
+// Without --egress-allow-private, Connect with OAuth and client credentials
+// never reach a loopback server (the egress guard judges the address at
+// connect time, as for MCP URLs): the prefix and token_url are refused
+// with the reason, and the server sees no request.
+func TestOAuthRequestsObeyTheEgressRule(t *testing.T) {
+	rt, owner, vaultID := strictVaultWorld(t)
+	var hits atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	_, err := rt.OAuthConnectStart(t.Context(), owner, "web-1", "https://subako.example/vaults/oauth/callback",
+		runtime.OAuthConnectInput{Vault: vaultID, Prefix: srv.URL + "/mcp"})
+	if e, ok := runtime.AsError(err); !ok || e.Field != "prefix" || !strings.Contains(e.Detail, "refused") {
+		t.Errorf("connect to a loopback prefix: %v, want a refusal on prefix", err)
+	}
+	_, err = rt.CredentialSet(t.Context(), owner, runtime.CredentialInput{Vault: vaultID, Prefix: "https://api.example/", Type: "client_credentials",
+		TokenURL: srv.URL + "/token", ClientID: "m2m", Secret: "m2m-secret-value"})
+	if e, ok := runtime.AsError(err); !ok || e.Field != "token_url" || !strings.Contains(e.Detail, "refused") {
+		t.Errorf("client credentials at a loopback token_url: %v, want a refusal on token_url", err)
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("the loopback server got %d requests", hits.Load())
 	}
 }
