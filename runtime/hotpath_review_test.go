@@ -119,3 +119,22 @@ func TestHotToolsCacheBoundedInBytes(t *testing.T) {
 		t.Fatal("the report put last is not kept")
 	}
 }
+
+// Parsed input schemas are kept within a budget of their JSON's bytes: a
+// resolved schema takes about 100 times its JSON, so 4,096 schemas of
+// 64 KiB (a server may list such) would hold gigabytes.
+func TestResolvedSchemasBoundedInBytes(t *testing.T) {
+	resolvedSchemas.Clear()
+	resolvedSchemasN.Store(0)
+	t.Cleanup(resolvedSchemas.Clear)
+	const size = 64 << 10
+	for i := range 200 {
+		raw := fmt.Sprintf(`{"type":"object","description":"%d %s"}`, i, strings.Repeat("x", size-50))
+		resolvedSchema(json.RawMessage(raw))
+	}
+	kept := 0
+	resolvedSchemas.Range(func(any, any) bool { kept++; return true })
+	if kept*size > 4<<20 {
+		t.Fatalf("%d schemas of 64 KiB kept (%d MiB of JSON, some 100 times that parsed)", kept, kept*size>>20)
+	}
+}

@@ -308,8 +308,9 @@ func checkInput(t offered, raw json.RawMessage) (json.RawMessage, error) {
 // schema's hash: parsing and resolving a schema on every call was a third
 // of a call's own CPU. At most maxResolvedSchemas; past it, it starts again.
 var (
-	resolvedSchemas  sync.Map // [32]byte → *jsonschema.Resolved (nil: not validated)
-	resolvedSchemasN atomic.Int64
+	resolvedSchemas      sync.Map // [32]byte → *jsonschema.Resolved (nil: not validated)
+	resolvedSchemasN     atomic.Int64
+	resolvedSchemasBytes atomic.Int64 // the kept schemas' raw sizes
 )
 
 const maxResolvedSchemas = 4096
@@ -334,7 +335,7 @@ func resolvedSchema(raw json.RawMessage) *jsonschema.Resolved {
 			}
 		}
 	}
-	if resolvedSchemasN.Add(1) > maxResolvedSchemas {
+	if resolvedSchemasN.Add(1) > maxResolvedSchemas || resolvedSchemasBytes.Add(int64(len(raw))) > maxResolvedSchemaBytes {
 		resolvedSchemas.Clear()
 		resolvedSchemasN.Store(1)
 	}
@@ -351,6 +352,7 @@ var (
 	// The validator prints numbers as fractions and floats: 5000/1, 3600.000000.
 	fraction  = regexp.MustCompile(`\b(-?\d+)/1\b`)
 	zeroFloat = regexp.MustCompile(`\b(-?\d+)\.0+\b`)
+		resolvedSchemasBytes.Store(int64(len(raw)))
 )
 
 // schemaMessage turns the validator's message into the field it concerns
