@@ -313,7 +313,13 @@ var (
 	resolvedSchemasBytes atomic.Int64 // the kept schemas' raw sizes
 )
 
-const maxResolvedSchemas = 4096
+// A resolved schema takes about 100 times its JSON in memory (6.5 MiB for
+// 64 KiB of small properties), so the kept schemas are bounded by their
+// JSON's bytes too: 2 MiB of JSON, some 200 MiB resolved at worst.
+const (
+	maxResolvedSchemas     = 4096
+	maxResolvedSchemaBytes = 2 << 20
+)
 
 // resolvedSchema is the schema ready to validate with, or nil when calls
 // are not checked against it.
@@ -338,6 +344,7 @@ func resolvedSchema(raw json.RawMessage) *jsonschema.Resolved {
 	if resolvedSchemasN.Add(1) > maxResolvedSchemas || resolvedSchemasBytes.Add(int64(len(raw))) > maxResolvedSchemaBytes {
 		resolvedSchemas.Clear()
 		resolvedSchemasN.Store(1)
+		resolvedSchemasBytes.Store(int64(len(raw)))
 	}
 	resolvedSchemas.Store(key, resolved)
 	return resolved
@@ -352,7 +359,6 @@ var (
 	// The validator prints numbers as fractions and floats: 5000/1, 3600.000000.
 	fraction  = regexp.MustCompile(`\b(-?\d+)/1\b`)
 	zeroFloat = regexp.MustCompile(`\b(-?\d+)\.0+\b`)
-		resolvedSchemasBytes.Store(int64(len(raw)))
 )
 
 // schemaMessage turns the validator's message into the field it concerns
