@@ -108,12 +108,14 @@ func (r *Runtime) OAuthConnectStart(ctx context.Context, p Principal, webSession
 		secret := in.ClientSecret
 		prev, prevSecret := r.previousClient(ctx, v.ID, prefix)
 		switch {
-		case clientID == "" && prev.Registration == "dynamic" && prev.Issuer == md.Issuer && prev.RedirectURI == redirectURI:
+		case clientID == "" && prev.Registration == "dynamic" && prev.Issuer == md.Issuer && prev.TokenURL == md.TokenEndpoint && prev.RedirectURI == redirectURI:
 			// Reconnecting: the client registered last time is still ours.
 			secret = prevSecret
 			s.ClientID, s.AuthMethod, s.Registration = prev.ClientID, prev.AuthMethod, "dynamic"
-		case clientID != "" && secret == "" && prev.ClientID == clientID:
-			// Reconnecting a client entered by hand: its secret was kept sealed.
+		case clientID != "" && secret == "" && prev.ClientID == clientID && prev.Issuer == md.Issuer && prev.TokenURL == md.TokenEndpoint:
+			// Reconnecting a client entered by hand: its secret was kept sealed,
+			// and goes only to the authorization server it was entered for (the
+			// prefix's metadata may name another one now).
 			secret = prevSecret
 		}
 		switch {
