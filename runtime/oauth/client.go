@@ -330,6 +330,12 @@ func (c *Client) Register(ctx context.Context, md Metadata, redirectURI, scopes 
 	if out.ClientID == "" {
 		return Registration{}, &Error{Step: "registration", URL: md.RegistrationEndpoint, Description: "the answer has no client_id"}
 	}
+	// The client id is shown on the vault page and sent in URLs: a server's
+	// megabyte or control characters are refused, as a person's would be.
+	if len(out.ClientID) > 256 || strings.ContainsFunc(out.ClientID, unicode.IsControl) || len(out.ClientSecret) > 8192 {
+		return Registration{}, &Error{Step: "registration", URL: md.RegistrationEndpoint,
+			Description: "the answer's client_id is longer than 256 characters or holds control characters, or its client_secret is longer than 8192"}
+	}
 	r := Registration{ClientID: out.ClientID, ClientSecret: out.ClientSecret, AuthMethod: out.AuthMethod}
 	switch {
 	case r.ClientSecret == "":

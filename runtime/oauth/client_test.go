@@ -300,3 +300,24 @@ func TestHugeExpiresInIsNotInThePast(t *testing.T) {
 		}
 	}
 }
+
+// A registration answer's client id is refused when it is huge or holds
+// control characters (it is shown on the vault page and sent in URLs).
+func TestRegistrationAnswerBounded(t *testing.T) {
+	for _, id := range []string{strings.Repeat("c", 100_000), "c1\r\nSet-Cookie: x=1", "ok-client"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			_ = json.NewEncoder(w).Encode(map[string]any{"client_id": id})
+		}))
+		reg, err := (&oauth.Client{HTTP: http.DefaultClient, AllowHTTP: true}).Register(t.Context(), oauth.Metadata{RegistrationEndpoint: srv.URL}, "https://subako.example/cb", "")
+		srv.Close()
+		if id == "ok-client" {
+			if err != nil || reg.ClientID != id {
+				t.Errorf("a plain client id: %v", err)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), "client_id") {
+			t.Errorf("client id of %d bytes: err = %v, want a refusal", len(id), err)
+		}
+	}
+}
