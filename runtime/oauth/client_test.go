@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -319,5 +320,25 @@ func TestRegistrationAnswerBounded(t *testing.T) {
 		} else if err == nil || !strings.Contains(err.Error(), "client_id") {
 			t.Errorf("client id of %d bytes: err = %v, want a refusal", len(id), err)
 		}
+	}
+}
+
+// A resource_metadata URL of 100,000 characters in a 401's header does not
+// become a 100,000-character error on the person's page.
+func TestErrorTextBoundedWhateverTheServerSent(t *testing.T) {
+	mux := http.NewServeMux()
+	rs := httptest.NewServer(mux)
+	defer rs.Close()
+	long := rs.URL + "/meta/" + strings.Repeat("a", 100_000)
+	mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+long+`"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	mux.HandleFunc("GET /meta/", func(w http.ResponseWriter, r *http.Request) {
+		jsonHandler(map[string]any{"resource": rs.URL + "/mcp", "authorization_servers": []string{rs.URL + "/" + strings.Repeat("b", 100_000)}})(w, r)
+	})
+	_, err := (&oauth.Client{HTTP: http.DefaultClient, AllowHTTP: true}).Discover(t.Context(), rs.URL+"/mcp")
+	if err == nil || len(err.Error()) > 2000 {
+		t.Fatalf("error of %d characters: %.300v", len(fmt.Sprint(err)), err)
 	}
 }

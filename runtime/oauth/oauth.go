@@ -126,7 +126,12 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "oauth %s at %s", e.Step, e.URL)
+	// The URL may come from a server's header or metadata: kept short.
+	u := e.URL
+	if len(u) > 500 {
+		u = strings.ToValidUTF8(u[:500], "") + "…"
+	}
+	fmt.Fprintf(&b, "oauth %s at %s", e.Step, u)
 	switch {
 	case e.Code != "":
 		fmt.Fprintf(&b, ": %s", e.Code)
