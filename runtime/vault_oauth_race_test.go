@@ -186,3 +186,71 @@ func TestOAuthConnectStartIsBoundedInTime(t *testing.T) {
 		t.Fatalf("connect to servers that never answer: %v after %v, want an error on prefix within the budget", err, waited)
 	}
 }
+
+// A refresh answered without a refresh_token keeps the old one (used again
+// next time); a token endpoint that cannot be reached does not mark the
+// credential, a refused refresh (invalid_grant) does, naming it.
+func TestOAuthRefreshKeepsTheRefreshTokenAndMarksOnlyARefusal(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	var sent []string
+	refuse := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, r.FormValue("refresh_token"))
+		w.Header().Set("Content-Type", "application/json")
+		if refuse {
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": "invalid_grant"})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "at-" + time.Now().String(), "token_type": "Bearer", "expires_in": 30})
+	}))
+	defer srv.Close()
+	keys, _ := vault.NewKeyringFromSecret(strings.Repeat("k", 40))
+	r := New(modelstest.Open(t), Options{Keys: keys, AllowPrivateEgress: true})
+	t.Cleanup(r.Close)
+	if _, _, err := r.UserCreate(ctx, System, "owner@example.com", "owner", "correct-horse-battery"); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := r.PrincipalForEmail(ctx, "owner@example.com")
+	v, err := r.VaultCreate(ctx, owner, VaultInput{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := oauth.Settings{Grant: oauth.GrantAuthorizationCode, TokenURL: srv.URL, ClientID: "c1"}
+	rec, err := r.storeOAuth(ctx, v.ID, "https://api.example/", CredentialOAuth, s, oauth.Secrets{AccessToken: "at-old", RefreshToken: "rt-only"}, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// expires_in 30 is inside the 60 s margin: each call refreshes.
+	for range 2 {
+		if _, err := r.oauthToken(ctx, rec.ID, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(sent) != 2 || sent[0] != "rt-only" || sent[1] != "rt-only" {
+		t.Fatalf("refresh tokens sent: %q, want the kept one twice", sent)
+	}
+	srv.Close() // unreachable: not the grant's fault
+	_, err = r.oauthToken(ctx, rec.ID, -1)
+	var row models.Credential
+	r.db.First(&row, "id = ?", rec.ID)
+	if row.Status != models.CredentialConnected {
+		t.Fatalf("an unreachable token endpoint marked the credential %q (err %v)", row.Status, err)
+	}
+	srv2 := httptest.NewServer(srv.Config.Handler)
+	defer srv2.Close()
+	s.TokenURL = srv2.URL
+	settings, _ := json.Marshal(s)
+	r.db.Model(&models.Credential{}).Where("id = ?", rec.ID).Update("oauth", string(settings))
+	mu.Lock()
+	refuse = true
+	mu.Unlock()
+	_, err = r.oauthToken(ctx, rec.ID, -1)
+	r.db.First(&row, "id = ?", rec.ID)
+	if row.Status != models.CredentialNeedsReconnect || err == nil || !strings.Contains(err.Error(), "credential_expired") || !strings.Contains(err.Error(), "acme") {
+		t.Fatalf("a refused refresh: status %q, err %v", row.Status, err)
+	}
+}
