@@ -103,6 +103,14 @@ func (r *Runtime) decide(ctx context.Context, p Principal, verb string, in Decis
 			if err := r.applyDecision(tx, p, call, state, in, now); err != nil {
 				return err
 			}
+			// The decision's Action is written with it, as a call's is
+			// (newCall): a crash between the two would leave a call
+			// approved, and run, with no decision on the audit log.
+			rec := r.actionRecord(p, verb, a, VerdictAllowed, "")
+			if err := tx.Create(&rec).Error; err != nil {
+				return err
+			}
+			a.recorded = true
 			return tx.First(&ap, "id = ?", ap.ID).Error
 		})
 	}, in.Approval)

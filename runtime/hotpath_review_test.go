@@ -138,3 +138,62 @@ func TestResolvedSchemasBoundedInBytes(t *testing.T) {
 		t.Fatalf("%d schemas of 64 KiB kept (%d MiB of JSON, some 100 times that parsed)", kept, kept*size>>20)
 	}
 }
+
+// A decision and its Action are one transaction: a crash (here a panic)
+// while the decision's Action is written leaves the approval undecided,
+// never a call approved with no decision on the audit log.
+func TestApprovalDecisionAndItsActionCommitTogether(t *testing.T) {
+	db := modelstest.Open(t)
+	ctx := t.Context()
+	r := New(db, Options{})
+	t.Cleanup(r.Close)
+	r.SetFunctionRunner(func(context.Context, FunctionCall) (json.RawMessage, error) { return json.RawMessage(`{}`), nil })
+	manifest := `{"name":"github","version":"1.0.0","tools":[{"name":"get_repo","description":"Read a repository","input_schema":{"type":"object"}}]}`
+	if err := db.Create(&models.FunctionPackage{ID: "fp_rev", Name: "github", Version: "1.0.0", Manifest: manifest,
+		WasmSHA256: "00", WasmSize: 1, CreatedAt: time.Now()}).Error; err != nil {
+		t.Fatal(err)
+	}
+	name := "asks"
+	ag, err := r.AgentCreate(ctx, System, AgentInput{Name: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"functions": [{"name": "gh", "package": "github", "version": "1.0.0", "default_policy": "ask"}]}`
+	v, err := r.VersionCreate(ctx, System, VersionCreateInput{Agent: ag.ID, Config: json.RawMessage(cfg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.VersionPublish(ctx, System, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.SessionCreate(ctx, System, SessionCreateInput{Version: v.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := 0.0
+	c, err := r.ToolCallCreate(ctx, SessionPrincipal(s.ID, ""), ToolCallInput{Session: s.ID, Tool: "fn__gh__get_repo", Input: json.RawMessage(`{}`), WaitSeconds: &wait})
+	if err != nil || c.Status != CallAwaitingApproval || c.Approval == nil {
+		t.Fatalf("the ask-first call: %v %+v", err, c)
+	}
+	err = db.Callback().Create().Before("gorm:create").Register("test:crash_on_decision_action", func(tx *gorm.DB) {
+		if rec, ok := tx.Statement.Dest.(*models.Action); ok && rec.Verb == "Approval.approve" && tx.Statement.Context.Value(raceMarker{}) != nil {
+			panic("the server dies here")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = r.ApprovalApprove(context.WithValue(ctx, raceMarker{}, true), System, DecisionInput{Approval: c.Approval.ID})
+	}()
+	var ap models.Approval
+	if err := db.First(&ap, "id = ?", c.Approval.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	var actions int64
+	db.Model(&models.Action{}).Where("verb = ?", "Approval.approve").Count(&actions)
+	if ap.State != ApprovalPending && actions == 0 {
+		t.Fatalf("the approval is %s and the call queued to run, with no Approval.approve Action", ap.State)
+	}
+}
