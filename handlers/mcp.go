@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subako/subako/runtime"
@@ -226,7 +227,12 @@ func (m *MCP) listTools(ctx context.Context, p runtime.Principal, session string
 func (m *MCP) callTool(ctx context.Context, p runtime.Principal, session string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	wait := 600.0
 	call, err := m.h.RT.ToolCallCreate(ctx, p, runtime.ToolCallInput{Session: session, Tool: req.Params.Name,
-		Input: req.Params.Arguments, WaitSeconds: &wait})
+		Input: req.Params.Arguments, WaitSeconds: &wait, Model: callModel(req), ClientInfo: callClient(req)})
+	if e, ok := runtime.AsError(err); ok && e.Code == "unknown_tool" {
+		// A tool the session does not offer is a protocol error, not a
+		// tool's failure: JSON-RPC invalid params, as the MCP spec says.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Detail}
+	}
 	if e, ok := runtime.AsError(err); ok && e.Kind == runtime.KindInvalid {
 		return toolError(e.Error()), nil
 	}

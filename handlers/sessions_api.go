@@ -106,6 +106,10 @@ func (h *Handlers) APIToolCallCreate(c echo.Context) error {
 		return err
 	}
 	in.Session = c.Param("session")
+	if in.Model == "" {
+		// The model may come as a header, as on the MCP endpoint.
+		in.Model = headerModel(c)
+	}
 	out, err := h.RT.ToolCallCreate(ctx(c), principal(c), in)
 	if err != nil {
 		return err

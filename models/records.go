@@ -51,17 +51,18 @@ type Token struct {
 
 // Action is the record of one verb: who asked, what for, and the verdict.
 type Action struct {
-	ID        string `gorm:"primaryKey"`
-	Verb      string
-	ByKind    string
-	ByID      string
-	ByLabel   string
-	Targets   string
-	Verdict   string
-	Reason    string
-	Model     string
-	Version   string
-	CreatedAt time.Time
+	ID         string `gorm:"primaryKey"`
+	Verb       string
+	ByKind     string
+	ByID       string
+	ByLabel    string
+	Targets    string
+	Verdict    string
+	Reason     string
+	Model      string
+	Version    string
+	ClientInfo string // the client that asked: an MCP client's name/version
+	CreatedAt  time.Time
 }
 
 // Agent is a named agent; what it may call lives in its versions.
@@ -228,6 +229,7 @@ type ToolCall struct {
 	ByID            string
 	ByLabel         string
 	Client          string
+	ClientInfo      string // the client that made the call (MCP clientInfo name/version); Client runs client tools
 	ClaimedBy       string
 	ClaimedAt       *time.Time
 	CreatedAt       time.Time

@@ -21,6 +21,7 @@ type act struct {
 	targets []string
 	model   string
 	version string
+	client  string // the client that asked (MCP clientInfo name/version)
 	// recorded: the verb wrote its allowed Action itself, in its own
 	// transaction (ToolCall.create, with the call); finish adds none.
 	recorded bool
@@ -81,7 +82,7 @@ func (r *Runtime) actionRecord(p Principal, verb string, a *act, verdict, reason
 	return models.Action{
 		ID: newID("act"), Verb: truncate(verb, 100), ByKind: string(p.Kind), ByID: truncate(p.ID, 100), ByLabel: truncate(p.Label, 200),
 		Targets: truncate(strings.Join(a.targets, " "), 1000), Verdict: verdict, Reason: truncate(reason, 1000),
-		Model: truncate(a.model, 200), Version: truncate(a.version, 100), CreatedAt: r.now(),
+		Model: truncate(a.model, 200), Version: truncate(a.version, 100), ClientInfo: truncate(a.client, 200), CreatedAt: r.now(),
 	}
 }
 
@@ -122,6 +123,7 @@ type ActionView struct {
 	Reason    string    `json:"reason,omitempty"`
 	Model     string    `json:"model,omitempty"`
 	Version   string    `json:"version,omitempty"`
+	Client    string    `json:"client_info,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -146,7 +148,7 @@ func (r *Runtime) ActionList(ctx context.Context, p Principal, f ActionFilter) (
 
 func actionView(rec models.Action) ActionView {
 	v := ActionView{ID: rec.ID, Verb: rec.Verb, ByKind: rec.ByKind, ByID: rec.ByID, By: rec.ByLabel,
-		Verdict: rec.Verdict, Reason: rec.Reason, Model: rec.Model, Version: rec.Version, CreatedAt: rec.CreatedAt, Targets: []string{}}
+		Verdict: rec.Verdict, Reason: rec.Reason, Model: rec.Model, Version: rec.Version, Client: rec.ClientInfo, CreatedAt: rec.CreatedAt, Targets: []string{}}
 	if rec.Targets != "" {
 		v.Targets = strings.Fields(rec.Targets)
 	}

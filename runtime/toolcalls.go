@@ -55,6 +55,9 @@ type ToolCallInput struct {
 	Input       json.RawMessage `json:"input"`
 	Model       string          `json:"model"`
 	WaitSeconds *float64        `json:"wait_seconds"`
+	// ClientInfo is the client making the call (an MCP client's
+	// name/version), set by the endpoint that received it.
+	ClientInfo string `json:"-"`
 }
 
 // ToolCallView is a tool call as API.md shows it.
@@ -76,6 +79,7 @@ type ToolCallView struct {
 	Version         string          `json:"version"`
 	By              string          `json:"by"`
 	Client          string          `json:"client,omitempty"`
+	ClientInfo      string          `json:"client_info,omitempty"`
 	Approval        *ApprovalView   `json:"approval,omitempty"`
 	CreatedAt       time.Time       `json:"created_at"`
 	StartedAt       *time.Time      `json:"started_at"`
@@ -89,7 +93,7 @@ func (v ToolCallView) Open() bool { return !finalStatus(v.Status) }
 func callView(c models.ToolCall) ToolCallView {
 	v := ToolCallView{ID: c.ID, Session: c.SessionID, Tool: c.Tool, Kind: c.Kind, Status: c.Status, Verdict: c.Verdict, PolicySource: c.PolicySource,
 		Reason: c.Reason, InputTruncated: c.InputTruncated, OutputTruncated: c.OutputTruncated, Error: c.Error, Model: c.Model,
-		Version: c.VersionID, By: c.ByLabel, Client: c.Client, CreatedAt: c.CreatedAt, StartedAt: c.StartedAt,
+		Version: c.VersionID, By: c.ByLabel, Client: c.Client, ClientInfo: c.ClientInfo, CreatedAt: c.CreatedAt, StartedAt: c.StartedAt,
 		FinishedAt: c.FinishedAt, DurationMS: c.DurationMS}
 	v.Input = recordedJSON(c.Input, c.InputTruncated)
 	if c.Output != "" {
@@ -126,7 +130,7 @@ func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallIn
 	var callID string
 	var started *callHandle
 	err := r.run(ctx, p, "ToolCall.create", func(a *act) error {
-		a.model = in.Model
+		a.model, a.client = in.Model, in.ClientInfo
 		if in.WaitSeconds != nil && *in.WaitSeconds < 0 {
 			return invalid("wait_seconds", "out_of_range", fmt.Sprintf("wait_seconds must be 0 or more (0 answers at once; waits over %d are cut to %d)", int(maxWait.Seconds()), int(maxWait.Seconds())))
 		}
@@ -188,7 +192,7 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 	}
 	call := models.ToolCall{ID: newID("call"), SessionID: s.ID, VersionID: s.VersionID, Tool: t.Name, Kind: t.Kind,
 		GrantName: t.Grant, ToolName: t.Tool.Tool, Input: string(input), Model: truncate(in.Model, 200),
-		ByKind: string(p.Kind), ByID: p.ID, ByLabel: p.Label, Client: t.Client, CreatedAt: r.now()}
+		ByKind: string(p.Kind), ByID: p.ID, ByLabel: p.Label, Client: t.Client, ClientInfo: truncate(in.ClientInfo, 200), CreatedAt: r.now()}
 	policy, source := r.policyFor(ctx, s.ID, t)
 	call.Verdict, call.PolicySource = policy, source
 	switch policy {
@@ -201,6 +205,10 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 	}
 	a.target(call.ID)
 	rec := r.actionRecord(p, "ToolCall.create", a, VerdictAllowed, "")
+	if policy == tools.PolicyDeny {
+		// Refused by policy: the audit log says so, and why (callaudit.go).
+		rec = r.actionRecord(p, "ToolCall.create", a, VerdictRefused, policyRefusal(source))
+	}
 	err = r.hotWriteTx(func() error {
 		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			if err := tx.Create(&call).Error; err != nil {

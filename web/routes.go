@@ -199,6 +199,9 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.GET("/usage", h.Usage)
 	con.GET("/usage.csv", h.UsageCSV)
 
+	// No OAuth metadata: 404 rather than the console's sign-in redirect
+	// (handlers/mcp_protocol.go).
+	e.Any("/.well-known/*", h.WellKnown)
 	mcpEndpoint := handlers.NewMCP(h)
 	e.Any("/mcp/sessions/:session", mcpEndpoint.Serve, h.RequireBearer)
 
