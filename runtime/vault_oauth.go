@@ -337,10 +337,11 @@ func (r *Runtime) expiredError(ctx context.Context, credID, reason string) error
 	var row struct {
 		Prefix string
 		Name   string
+		Type   string
 	}
-	r.db.WithContext(ctx).Table("credentials").Select("credentials.prefix, vaults.name").
+	r.db.WithContext(ctx).Table("credentials").Select("credentials.prefix, vaults.name, credentials.type").
 		Joins("JOIN vaults ON vaults.id = credentials.vault_id").Where("credentials.id = ?", credID).Scan(&row)
-	return &vault.ExpiredError{Vault: row.Name, Prefix: row.Prefix, Reason: reason}
+	return &vault.ExpiredError{Vault: row.Name, Prefix: row.Prefix, Reason: reason, ClientCredentials: row.Type == CredentialClientCredentials}
 }
 
 // oauthView adds what a page may know of an OAuth credential: its state,

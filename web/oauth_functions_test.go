@@ -67,6 +67,9 @@ func TestOAuthClientCredentialsForFunctionOrigin(t *testing.T) {
 	if c.Status != "failed" || !strings.Contains(c.Error, "credential_expired") || !strings.Contains(c.Error, oauthVaultName) || !strings.Contains(c.Error, w.as.ResourceURL) {
 		t.Fatalf("the fetch after the client's secret changed should fail with credential_expired naming vault and prefix: %+v", c)
 	}
+	if !strings.Contains(c.Error, "set it again on the vault's page") || strings.Contains(c.Error, "reconnect it") {
+		t.Fatalf("a client-credentials credential has no Reconnect; the error should say to set it again: %s", c.Error)
+	}
 	if page := visibleText(w.page("/vaults/" + w.vault)); !strings.Contains(page, "needs reconnecting") {
 		t.Fatalf("the vault page does not say the credential needs attention:\n%s", page)
 	}

@@ -102,12 +102,18 @@ type ExpiredError struct {
 	Vault  string
 	Prefix string
 	Reason string
+	// ClientCredentials: a machine-to-machine credential has no Reconnect;
+	// a person sets it again with a client secret the server accepts.
+	ClientCredentials bool
 }
 
 func (e *ExpiredError) Error() string {
 	msg := "credential_expired: the OAuth credential for " + e.Prefix + " in vault " + e.Vault + " needs reconnecting"
 	if e.Reason != "" {
 		msg += " (" + e.Reason + ")"
+	}
+	if e.ClientCredentials {
+		return msg + "; set it again on the vault's page with a client secret the server accepts"
 	}
 	return msg + "; reconnect it on the vault's page"
 }
