@@ -121,6 +121,10 @@ func (r *Runtime) waitStarted(ctx context.Context, h *callHandle, d time.Duratio
 // when the caller has just resolved it, h the caller waiting, if any.
 func (r *Runtime) runStarted(call models.ToolCall, s models.Session, resolved *offered, h *callHandle) {
 	ctx := context.Background()
+	if r.endedSinceCheck(ctx, call) {
+		h.deliver(r.refuseEnded(ctx, call))
+		return
+	}
 	var t offered
 	if resolved != nil {
 		t = *resolved

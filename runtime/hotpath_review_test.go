@@ -197,3 +197,39 @@ func TestApprovalDecisionAndItsActionCommitTogether(t *testing.T) {
 		t.Fatalf("the approval is %s and the call queued to run, with no Approval.approve Action", ap.State)
 	}
 }
+
+// A session that ends after a call's check of it and before the call is
+// recorded does not run that call: it is refused as Session.end refused
+// the session's other open calls.
+func TestCallRecordedJustAfterItsSessionEndedIsRefused(t *testing.T) {
+	db := modelstest.Open(t)
+	r, owner, s := skillSession(t, db)
+	ctx := t.Context()
+	raced := false
+	err := db.Callback().Query().Before("gorm:query").Register("test:end_during_call", func(tx *gorm.DB) {
+		if raced || tx.Statement.Context.Value(raceMarker{}) == nil || tx.Statement.Table != "versions" {
+			return
+		}
+		raced = true
+		// The call has found its session active and is resolving its tools.
+		if _, err := r.SessionEnd(context.Background(), owner, s.ID); err != nil {
+			t.Errorf("Session.end: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := 10.0
+	c, err := r.ToolCallCreate(context.WithValue(ctx, raceMarker{}, true), SessionPrincipal(s.ID, ""),
+		ToolCallInput{Session: s.ID, Tool: "skill__policy__read", Input: json.RawMessage(`{"path":"refunds.md"}`), WaitSeconds: &wait})
+	if !raced {
+		t.Fatal("the call did not read its version: the test does not test the race")
+	}
+	if err == nil && c.Status != CallRefused {
+		t.Fatalf("a call recorded after its session ended ran: %+v", c)
+	}
+	var rec models.ToolCall
+	if err := db.First(&rec, "session_id = ?", s.ID).Error; err == nil && rec.Status != CallRefused {
+		t.Fatalf("the call's record says %s, not refused", rec.Status)
+	}
+}
