@@ -594,11 +594,17 @@ func TestBrowserTryAToolUpdatesTheLiveLog(t *testing.T) {
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".try-schema:not([hidden])").length`)); err != nil || n != 1 {
 		t.Fatalf("%d schemas are shown (%v)", n, err)
 	}
-	run("run it",
+	// Three steps, so a failure names what never came: the form's answer,
+	// the call log's row or the head's new title.
+	run("run it: the answer shows under the form",
 		chromedp.SetValue(css(`[data-testid=try-input]`), `{"title": "Renamed in the browser"}`),
 		chromedp.Click(css(`[data-testid=try-submit]`)),
 		chromedp.WaitVisible(css(`[data-testid=try-result]`)),
+	)
+	run("run it: the call log shows the call",
 		void(chromedp.Poll[bool](`document.querySelector("#session-calls [data-testid=call-tool]")?.textContent === "builtin__session__rename"`)),
+	)
+	run("run it: the head shows the new title",
 		void(chromedp.Poll[bool](`document.querySelector("[data-testid=session-title]").textContent === "Renamed in the browser"`)),
 	)
 	screenshot(ctx, t, "session-try")
