@@ -96,13 +96,8 @@ func attr(t *testing.T, ctx context.Context, sel, name string) string {
 
 func steps(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	// A step gets at most 60 s of the browser's time, so a step that waits
-	// for what never comes leaves time to say what the page showed instead.
-	stepCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	if err := chromedp.Do(stepCtx, actions...); err != nil {
-		page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname + " [live=" + (document.querySelector("[data-live]")?.getAttribute("data-live") ?? "none") + "] " + document.body.innerText.slice(0, 1500)`))
-		t.Fatalf("%s: %v\nthe page showed: %s", what, err, page)
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 
