@@ -40,7 +40,9 @@ fuzz:
 	  for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
 	    echo "fuzz: $$name (./$$(dirname $$f)) for $(FUZZTIME)"; \
 	    $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f) > build/fuzz.log 2>&1 || \
-	      { tail -40 build/fuzz.log; exit 1; }; \
+	      if grep -q 'context deadline exceeded' build/fuzz.log && ! grep -q 'Failing input written' build/fuzz.log; then \
+	        echo "fuzz: $$name hit its time mid-run (a go test -fuzz quirk), no failing input"; \
+	      else tail -40 build/fuzz.log; exit 1; fi; \
 	  done; \
 	done
 
