@@ -217,7 +217,7 @@ func (m *MCP) listTools(ctx context.Context, p runtime.Principal, session string
 	}
 	out := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 	for _, t := range offered {
-		out.Tools = append(out.Tools, &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		out.Tools = append(out.Tools, mcpTool(t))
 	}
 	return out, nil
 }

@@ -155,7 +155,7 @@ const (
 func toolsReportSize(rep toolsReport) int64 {
 	n := int64(256)
 	for _, t := range rep.all {
-		n += int64(256 + len(t.Name) + len(t.Grant) + len(t.Tool.Tool) + len(t.Description) + len(t.InputSchema) + len(t.URL) + len(t.Skill) + len(t.Client))
+		n += int64(256 + len(t.Name) + len(t.Grant) + len(t.Tool.Tool) + len(t.Description) + len(t.InputSchema) + len(t.Title) + len(t.Annotations) + len(t.OutputSchema) + len(t.Meta) + len(t.URL) + len(t.Skill) + len(t.Client))
 	}
 	for k, v := range rep.failed {
 		n += int64(64 + len(k) + len(v))

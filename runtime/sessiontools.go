@@ -32,6 +32,12 @@ type OfferedTool struct {
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
 	Policy      string          `json:"policy"`
+	// An MCP server's tool: its title, annotations, output schema and _meta
+	// as the server listed them; absent when it listed none.
+	Title        string          `json:"title,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Meta         json.RawMessage `json:"meta,omitempty"`
 }
 
 // DiscoveryProblem is an MCP server whose tools this session could not list.
@@ -74,7 +80,8 @@ func (r *Runtime) SessionToolsReport(ctx context.Context, p Principal, id string
 		}
 		for _, t := range rep.all {
 			if t.Offered {
-				out.Tools = append(out.Tools, OfferedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Policy: t.Policy})
+				out.Tools = append(out.Tools, OfferedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Policy: t.Policy,
+					Title: t.Title, Annotations: t.Annotations, OutputSchema: t.OutputSchema, Meta: t.Meta})
 			}
 		}
 		for _, g := range slices.Sorted(maps.Keys(rep.failed)) {

@@ -28,6 +28,11 @@ type storedTool struct {
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 	Skipped     string          `json:"skipped,omitempty"`
+	// What tools/list said besides, passed on whole (tools.ToolDef).
+	Title        string          `json:"title,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Meta         json.RawMessage `json:"meta,omitempty"`
 }
 
 // storedTools is what a discovery caches: the tools kept, then those
@@ -39,7 +44,8 @@ func storedTools(d mcpclient.Discovery) []storedTool {
 		if len(schema) == 0 || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		out = append(out, storedTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		out = append(out, storedTool{Name: t.Name, Description: t.Description, InputSchema: schema,
+			Title: t.Title, Annotations: t.Annotations, OutputSchema: t.OutputSchema, Meta: t.Meta})
 	}
 	for _, s := range d.Skipped {
 		out = append(out, storedTool{Name: s.Name, Skipped: s.Reason})
@@ -82,7 +88,8 @@ func offerable(grant string, listed []storedTool) ([]tools.ToolDef, []SkippedToo
 			skipped = append(skipped, s)
 			continue
 		}
-		defs = append(defs, tools.ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		defs = append(defs, tools.ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
+			Title: t.Title, Annotations: t.Annotations, OutputSchema: t.OutputSchema, Meta: t.Meta})
 	}
 	return defs, skipped
 }

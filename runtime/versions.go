@@ -277,6 +277,10 @@ type ToolView struct {
 	PolicySource string          `json:"policy_source,omitempty"`
 	Offered      bool            `json:"offered"`
 	Discovered   bool            `json:"discovered"`
+	Title        string          `json:"title,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Meta         json.RawMessage `json:"meta,omitempty"`
 }
 
 // VersionTools is Version.tools: every tool the version grants with its

@@ -23,6 +23,12 @@ type Tool struct {
 	Name        string
 	Description string
 	InputSchema json.RawMessage
+	// Passed on whole: the title, annotations, output schema and _meta the
+	// server listed (nil when it listed none).
+	Title        string
+	Annotations  json.RawMessage
+	OutputSchema json.RawMessage
+	Meta         json.RawMessage
 }
 
 // Result is what a tools/call answered.
@@ -91,7 +97,7 @@ func (p *Pool) listAll(ctx context.Context, cs *mcp.ClientSession, d *Discovery)
 				d.Skipped = append(d.Skipped, Skipped{Name: cut(t.Name, maxNameShown), Reason: why})
 				continue
 			}
-			kept += int64(len(tool.Name) + len(tool.Description) + len(tool.InputSchema))
+			kept += tool.size()
 			seen[tool.Name] = true
 			d.Tools = append(d.Tools, tool)
 		}
@@ -128,8 +134,11 @@ func (p *Pool) keep(t *mcp.Tool, kept int64) (Tool, string) {
 	if n := len(schema); n > o.MaxSchemaBytes {
 		return Tool{}, fmt.Sprintf("its input schema is %d bytes; the limit is %s (--mcp-max-schema-bytes)", n, sizeWords(int64(o.MaxSchemaBytes)))
 	}
-	tool := Tool{Name: t.Name, Description: t.Description, InputSchema: schema}
-	if kept+int64(len(t.Name)+len(t.Description)+len(schema)) > o.MaxResponseBytes {
+	tool := Tool{Name: t.Name, Description: t.Description, InputSchema: schema, Title: t.Title}
+	if why := p.keepExtras(t, &tool); why != "" {
+		return Tool{}, why
+	}
+	if kept+tool.size() > o.MaxResponseBytes {
 		return Tool{}, fmt.Sprintf("the tools listed before it already fill the %s a tool list may hold (--mcp-max-response-bytes)", sizeWords(o.MaxResponseBytes))
 	}
 	return tool, ""
@@ -157,6 +166,7 @@ func (p *Pool) Call(ctx context.Context, url, sessionKey string, attach func(*ht
 		return Result{}, err
 	}
 	var res *mcp.CallToolResult
+	defer withProgressToken(ctx, params)()
 	err = p.do(ctx, url, sessionKey, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
 		res, err = cs.CallTool(ctx, params)
 		return p.checkUnknown(ctx, cs, tool, res, err)

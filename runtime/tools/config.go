@@ -48,6 +48,9 @@ type MCPServer struct {
 	URL           string            `json:"url"`
 	DefaultPolicy string            `json:"default_policy"`
 	ToolRules     map[string]string `json:"tool_rules,omitempty"`
+	// NewTools is what a session does with a tool the server lists that the
+	// version did not pin at publish: deny ("" too), ask or allow.
+	NewTools string `json:"new_tools,omitempty"`
 }
 
 // Skill grants read access to one installed skill.
@@ -99,6 +102,13 @@ type ToolDef struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// An MCP server's tool also carries what its tools/list said of it,
+	// passed on whole to the session's MCP clients: its title, annotations
+	// (hints such as readOnlyHint), output schema and _meta, each as listed.
+	Title        string          `json:"title,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Meta         json.RawMessage `json:"meta,omitempty"`
 }
 
 // Catalog is what Parse and List need to know about the installation. The

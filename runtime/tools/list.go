@@ -14,6 +14,11 @@ type Tool struct {
 	PolicySource string          `json:"policy_source"` // default, rule; "" for kinds without policy
 	Offered      bool            `json:"offered"`       // false when denied, or not discovered yet
 	Discovered   bool            `json:"discovered"`    // false only for a placeholder
+	// An MCP server's tool: what its tools/list said besides the above (ToolDef).
+	Title        string          `json:"title,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Meta         json.RawMessage `json:"meta,omitempty"`
 }
 
 // List is every tool the version grants, in config order (MCP servers,
@@ -59,6 +64,7 @@ func appendGrant(out []Tool, kind, grant, def string, rules map[string]string, d
 			Description: d.Description, InputSchema: d.InputSchema,
 			Policy: policy, PolicySource: source,
 			Offered: policy != PolicyDeny, Discovered: true,
+			Title: d.Title, Annotations: d.Annotations, OutputSchema: d.OutputSchema, Meta: d.Meta,
 		})
 	}
 	return out
