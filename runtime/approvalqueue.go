@@ -102,9 +102,9 @@ func (f *QueueFilter) check() error {
 	switch f.State {
 	case "":
 		f.State = ApprovalPending
-	case ApprovalPending, ApprovalApproved, ApprovalDenied, ApprovalExpired, ApprovalDecided:
+	case ApprovalPending, ApprovalApproved, ApprovalDenied, ApprovalExpired, ApprovalCancelled, ApprovalDecided:
 	default:
-		return invalid("state", "invalid_state", "state must be pending, approved, denied, expired or decided")
+		return invalid("state", "invalid_state", "state must be pending, approved, denied, expired, cancelled or decided")
 	}
 	if f.Order != "" && f.Order != "oldest" && f.Order != "newest" {
 		return invalid("order", "invalid_order", "order must be oldest or newest")

@@ -148,6 +148,9 @@ func ownCall(p Principal, byKind, byID string) bool {
 func (r *Runtime) alreadyDecided(tx *gorm.DB, id string) error {
 	var ap models.Approval
 	tx.First(&ap, "id = ?", id)
+	if ap.State == ApprovalCancelled {
+		return conflict("call_cancelled", fmt.Sprintf("the caller cancelled this call at %s: it will never run", ap.DecidedAt.UTC().Format("Jan 2, 2006 15:04:05 UTC")))
+	}
 	who := ap.DecidedByLabel
 	if who == "" {
 		who = "the server"

@@ -120,7 +120,10 @@ func (r *Runtime) waitStarted(ctx context.Context, h *callHandle, d time.Duratio
 // runStarted runs a call recorded running to its end; resolved is its tool
 // when the caller has just resolved it, h the caller waiting, if any.
 func (r *Runtime) runStarted(call models.ToolCall, s models.Session, resolved *offered, h *callHandle) {
-	ctx := context.Background()
+	// ToolCall.cancel stops it through this context (toolcallcancel.go).
+	ctx, stopped := trackRunning(context.Background(), call.ID)
+	defer stopped()
+	ctx = withUpstreamProgress(ctx, call.ID) // callprogress.go
 	if r.endedSinceCheck(ctx, call) {
 		h.deliver(r.refuseEnded(ctx, call))
 		return

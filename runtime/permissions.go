@@ -55,7 +55,7 @@ var memberVerbs = []string{
 	"Function.install",
 	"Vault.create", "Vault.delete", "Credential.set", "Credential.delete",
 	"Session.create", "Session.end", "SessionRule.revoke",
-	"ToolCall.create", "ToolCall.complete",
+	"ToolCall.create", "ToolCall.complete", "ToolCall.cancel",
 	"Approval.approve", "Approval.deny",
 	"Subscription.get", "Subscription.update",
 	"Archive.download",

@@ -22,7 +22,7 @@ const (
 
 // sessionVerbs are what an agent holding a session token may do, in its own session only.
 var sessionVerbs = concat([]string{
-	"Session.get", "Session.tools", "ToolCall.create", "ToolCall.get", "ToolCall.list", "ToolCall.complete",
+	"Session.get", "Session.tools", "ToolCall.create", "ToolCall.get", "ToolCall.list", "ToolCall.complete", "ToolCall.cancel",
 	"Client.connect", "ClientCall.next",
 })
 

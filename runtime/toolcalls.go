@@ -232,6 +232,7 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		return call, nil, fmt.Errorf("runtime: record call: %w", err)
 	}
 	a.recorded = true
+	attachProgress(ctx, call.ID) // callprogress.go
 	r.publish(Event{Kind: "call", ID: call.ID, SessionID: s.ID, State: call.Status})
 	if policy == tools.PolicyAsk {
 		r.publish(Event{Kind: "approval", ID: call.ID, SessionID: s.ID, State: ApprovalPending})

@@ -64,6 +64,7 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"ToolCall.get", http.MethodGet, "/tool_calls/:call", h.APIToolCallGet},
 		{"ToolCall.list", http.MethodGet, "/sessions/:session/tool_calls", h.APIToolCallList},
 		{"ToolCall.complete", http.MethodPost, "/tool_calls/:call/result", h.APIToolCallComplete},
+		{"ToolCall.cancel", http.MethodPost, "/tool_calls/:call/cancel", h.APIToolCallCancel},
 		{"SessionRule.list", http.MethodGet, "/sessions/:session/rules", h.APISessionRuleList},
 		{"SessionRule.revoke", http.MethodDelete, "/sessions/:session/rules/:rule", h.APISessionRuleRevoke},
 		{"Client.connect", http.MethodPut, "/sessions/:session/clients/:client", h.APIClientConnect},

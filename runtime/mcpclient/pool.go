@@ -140,7 +140,9 @@ func NewPool(opts Options) *Pool {
 	opts = opts.orDefault()
 	client := mcp.NewClient(&mcp.Implementation{Name: "subako", Version: "1"},
 		// Subako answers no server-initiated requests: advertise nothing.
-		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
+			// A call that asked for progress (WithProgress) gets the server's.
+			ProgressNotificationHandler: relayProgress})
 	return &Pool{opts: opts, client: client, entries: map[key]*entry{}}
 }
 

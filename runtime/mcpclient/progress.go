@@ -1,0 +1,61 @@
+package mcpclient
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Progress is one progress notification of an upstream tool call, as the
+// server sent it.
+type Progress struct {
+	Progress float64
+	Total    float64 // 0: the server gave none
+	Message  string
+}
+
+type progressKey struct{}
+
+// WithProgress asks Call to request progress from the server (a
+// progressToken in the call's _meta) and hand each notification to fn. fn is
+// called from the session's reading goroutine: it must not block.
+func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+// progressRoutes maps the progress tokens of calls in flight to their
+// receivers. Tokens are random, so one map serves every pool.
+var progressRoutes sync.Map // string → func(Progress)
+
+// withProgressToken sets a fresh progress token on params when ctx asks for
+// progress; done forgets it once the call has returned.
+func withProgressToken(ctx context.Context, params *mcp.CallToolParams) (done func()) {
+	fn, ok := ctx.Value(progressKey{}).(func(Progress))
+	if !ok || fn == nil {
+		return func() {}
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	token := "subako-" + hex.EncodeToString(b[:])
+	params.SetProgressToken(token)
+	progressRoutes.Store(token, fn)
+	return func() { progressRoutes.Delete(token) }
+}
+
+// relayProgress hands a server's progress notification to the call that asked
+// for it; a notification for a token no call holds (late, or forged) is dropped.
+func relayProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	token, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	if fn, ok := progressRoutes.Load(token); ok {
+		fn.(func(Progress))(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	}
+}
