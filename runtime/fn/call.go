@@ -28,6 +28,8 @@ type CallRequest struct {
 	// It runs on the host, after the guest's request has been copied out and its
 	// own credential headers dropped, on the first request and on every redirect.
 	Credentials func(*http.Request)
+	// Volume, when set, mounts the session's volume at /volume (volume.go).
+	Volume *VolumeMount
 }
 
 // CallResult is what a call produced. Duration and Stderr are set even when
@@ -37,6 +39,8 @@ type CallResult struct {
 	Stderr   string // capped at Caps.MaxStderrBytes
 	Duration time.Duration
 	Fetches  []Fetch
+	// Volume lists the files the call read, wrote and deleted in /volume.
+	Volume []VolumeAccess
 }
 
 // Call runs one tool of p in a fresh instance: fresh memory, no files, no
@@ -75,12 +79,20 @@ func (e *Engine) Call(ctx context.Context, p *Package, req CallRequest) (CallRes
 		WithStdin(bytes.NewReader(stdin)).WithStdout(stdout).WithStderr(stderr).
 		WithSysWalltime().WithSysNanotime().WithNanosleep(sleeper(cctx)).
 		WithRandSource(rand.Reader)
+	var vfs *volumeFS
+	if req.Volume != nil {
+		vfs = newVolumeFS(*req.Volume)
+		cfg = cfg.WithFSConfig(vfs.config())
+	}
 
 	mod, runErr := e.runtime.InstantiateModule(cctx, p.compiled, cfg)
 	if mod != nil {
 		_ = mod.Close(ctx) // a command whose _start returned without proc_exit
 	}
 	res := CallResult{Duration: time.Since(start), Stderr: stderr.String(), Fetches: f.fetches}
+	if vfs != nil {
+		res.Volume = vfs.Accesses()
+	}
 	if err := e.outcome(ctx, p, req.Tool, runErr, mem, timeout, memMB, stdout); err != nil {
 		err.Stderr = res.Stderr
 		return res, err

@@ -1,0 +1,258 @@
+package fn
+
+import (
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+
+	"github.com/subako/subako/runtime/volume"
+)
+
+// VolumeGuestPath is where a call sees its session's volume.
+const VolumeGuestPath = "/volume"
+
+// VolumeMount gives a call its session's volume, a folder on this machine,
+// at /volume: read-only, or read and write within the volume's limits.
+type VolumeMount struct {
+	Dir   string
+	Write bool
+	// MaxFileBytes bounds one file; MaxNewBytes and MaxNewFiles what the
+	// call may add to the volume (its limits less what it holds). A write
+	// past them fails in the guest with EFBIG or ENOSPC and leaves the
+	// file as it was before that write.
+	MaxFileBytes, MaxNewBytes int64
+	MaxNewFiles               int
+}
+
+// VolumeAccess is one file a call read, wrote or deleted in its volume.
+type VolumeAccess struct {
+	Path string `json:"path"`
+	Op   string `json:"op"` // read, write, delete
+}
+
+// Ops of a VolumeAccess.
+const (
+	VolumeRead   = "read"
+	VolumeWrite  = "write"
+	VolumeDelete = "delete"
+)
+
+// maxVolumeAccesses bounds what a call's list remembers.
+const maxVolumeAccesses = 1000
+
+// volumeFS is the guest's view of a volume: the folder, never a link (links
+// can be neither made nor followed), names checked like the API's, sizes
+// bounded, and every file the guest opens, writes or removes noted.
+type volumeFS struct {
+	experimentalsys.FS
+	m VolumeMount
+
+	mu       sync.Mutex
+	seen     map[VolumeAccess]bool
+	accesses []VolumeAccess
+	newBytes int64
+	newFiles int
+}
+
+func newVolumeFS(m VolumeMount) *volumeFS {
+	var inner experimentalsys.FS = sysfs.DirFS(m.Dir)
+	if !m.Write {
+		inner = &sysfs.ReadFS{FS: inner}
+	}
+	return &volumeFS{FS: inner, m: m, seen: map[VolumeAccess]bool{}}
+}
+
+func (v *volumeFS) config() wazero.FSConfig {
+	return wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(v, VolumeGuestPath)
+}
+
+func (v *volumeFS) note(path, op string) {
+	path = strings.TrimPrefix(path, "/")
+	if path == "" || path == "." {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	a := VolumeAccess{Path: path, Op: op}
+	if v.seen[a] || len(v.accesses) >= maxVolumeAccesses {
+		return
+	}
+	v.seen[a] = true
+	v.accesses = append(v.accesses, a)
+}
+
+// Accesses lists what the call touched, in order of first touch.
+func (v *volumeFS) Accesses() []VolumeAccess {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]VolumeAccess(nil), v.accesses...)
+}
+
+func (v *volumeFS) isLink(path string) bool {
+	st, errno := v.FS.Lstat(path)
+	return errno == 0 && st.Mode&fs.ModeSymlink != 0
+}
+
+func newName(path string) experimentalsys.Errno {
+	if volume.CheckPath(strings.TrimPrefix(path, "/")) != nil {
+		return experimentalsys.EINVAL
+	}
+	return 0
+}
+
+func (v *volumeFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if v.isLink(path) {
+		return nil, experimentalsys.ELOOP
+	}
+	writes := flag&(experimentalsys.O_WRONLY|experimentalsys.O_RDWR) != 0 || flag&(experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_APPEND) != 0
+	created := false
+	if writes && v.m.Write {
+		if _, errno := v.FS.Lstat(path); errno == experimentalsys.ENOENT && flag&experimentalsys.O_CREAT != 0 {
+			if e := newName(path); e != 0 {
+				return nil, e
+			}
+			v.mu.Lock()
+			full := v.newFiles >= v.m.MaxNewFiles
+			if !full {
+				v.newFiles++
+			}
+			v.mu.Unlock()
+			if full {
+				return nil, errVolumeFull
+			}
+			created = true
+		}
+	}
+	f, errno := v.FS.OpenFile(path, flag|experimentalsys.O_NOFOLLOW, perm)
+	if errno != 0 {
+		if created {
+			v.mu.Lock()
+			v.newFiles--
+			v.mu.Unlock()
+		}
+		return nil, errno
+	}
+	if dir, _ := f.IsDir(); dir {
+		return f, 0
+	}
+	if !writes || !v.m.Write {
+		v.note(path, VolumeRead)
+		return f, 0
+	}
+	v.note(path, VolumeWrite)
+	return &volumeFile{File: f, fs: v}, 0
+}
+
+func (v *volumeFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
+	if e := newName(path); e != 0 && v.m.Write {
+		return e
+	}
+	return v.FS.Mkdir(path, perm)
+}
+
+func (v *volumeFS) Rename(from, to string) experimentalsys.Errno {
+	if !v.m.Write {
+		return experimentalsys.EROFS
+	}
+	if e := newName(to); e != 0 {
+		return e
+	}
+	if v.isLink(from) {
+		return experimentalsys.ELOOP
+	}
+	st, _ := v.FS.Lstat(from)
+	errno := v.FS.Rename(from, to)
+	if errno == 0 {
+		if st.Mode.IsDir() {
+			// A folder moved: its files are noted by the sync that
+			// follows the call, which walks the volume.
+			v.note(from+"/", VolumeDelete)
+			v.note(to+"/", VolumeWrite)
+		} else {
+			v.note(from, VolumeDelete)
+			v.note(to, VolumeWrite)
+		}
+	}
+	return errno
+}
+
+func (v *volumeFS) Unlink(path string) experimentalsys.Errno {
+	errno := v.FS.Unlink(path)
+	if errno == 0 {
+		v.note(path, VolumeDelete)
+	}
+	return errno
+}
+
+// Link and Symlink are refused: a link could lead out of the volume, or
+// make one file two.
+func (v *volumeFS) Link(oldPath, newPath string) experimentalsys.Errno { return experimentalsys.EPERM }
+func (v *volumeFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
+	return experimentalsys.EPERM
+}
+
+// volumeFile bounds a writable file's growth: past the file limit a write
+// fails with EFBIG, past the volume's room with ENOSPC, and the file is cut
+// back to its size before that write.
+type volumeFile struct {
+	experimentalsys.File
+	fs *volumeFS
+}
+
+func (f *volumeFile) size() int64 {
+	st, errno := f.File.Stat()
+	if errno != 0 {
+		return 0
+	}
+	return st.Size
+}
+
+func (f *volumeFile) grow(before int64, n int, errno experimentalsys.Errno) (int, experimentalsys.Errno) {
+	after := f.size()
+	if after > f.fs.m.MaxFileBytes {
+		f.File.Truncate(before)
+		return 0, errVolumeFull
+	}
+	v := f.fs
+	v.mu.Lock()
+	over := v.newBytes+(after-before) > v.m.MaxNewBytes
+	if !over {
+		v.newBytes += after - before
+	}
+	v.mu.Unlock()
+	if over {
+		f.File.Truncate(before)
+		return 0, errVolumeFull
+	}
+	return n, errno
+}
+
+func (f *volumeFile) Write(buf []byte) (int, experimentalsys.Errno) {
+	before := f.size()
+	n, errno := f.File.Write(buf)
+	return f.grow(before, n, errno)
+}
+
+func (f *volumeFile) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
+	before := f.size()
+	n, errno := f.File.Pwrite(buf, off)
+	return f.grow(before, n, errno)
+}
+
+func (f *volumeFile) Truncate(size int64) experimentalsys.Errno {
+	before := f.size()
+	errno := f.File.Truncate(size)
+	if errno != 0 {
+		return errno
+	}
+	_, errno = f.grow(before, 0, 0)
+	return errno
+}
+
+// errVolumeFull fails a write past the volume's limits. WASI as wazero
+// implements it has no ENOSPC nor EFBIG; EPERM says the write was refused.
+const errVolumeFull = experimentalsys.EPERM
