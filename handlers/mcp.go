@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subako/subako/runtime"
-	"github.com/subako/subako/runtime/tools"
 )
 
 // MCP serves a session's tools over MCP (Streamable HTTP, the official Go
@@ -180,7 +179,10 @@ func (m *MCP) verify(ctx context.Context, token string, r *http.Request) (*auth.
 // principal of each message's own HTTP request.
 func (m *MCP) server(session string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "subako", Title: "Subako session " + session, Version: "1"},
-		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{},
+			// MCP grants' resources and prompts (mcp_resources.go).
+			Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}}})
+	m.serveResources(srv, session)
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method != "tools/list" && method != "tools/call" {
@@ -257,32 +259,25 @@ func toolError(msg string) *mcp.CallToolResult {
 }
 
 // callResult turns a finished call into MCP's result: an MCP server's own
-// content passes through as text; other tools' JSON output is the text.
+// answer passes on whole (mcpServerResult), a failed one too with its
+// isError; other tools' JSON output is the text.
 func callResult(call runtime.ToolCallView) *mcp.CallToolResult {
 	switch call.Status {
 	case runtime.CallRefused:
 		return toolError("refused: " + call.Reason)
 	case runtime.CallFailed:
+		if res, ok := mcpServerResult(call); ok && res.IsError {
+			return res
+		}
 		return toolError(call.Error)
 	case runtime.CallSucceeded:
 	default:
 		return toolError("the call is still " + call.Status + " (" + call.ID + "): ToolCall.get will have its result")
 	}
-	var mcpOut struct {
-		Text       string          `json:"text"`
-		Structured json.RawMessage `json:"structured"`
-		Content    json.RawMessage `json:"content"`
-	}
-	res := &mcp.CallToolResult{}
-	// Only an MCP server's output has the server's own content; other tools'
-	// JSON may well have a "content" field of its own (a file's content).
-	if call.Kind == tools.KindMCP && json.Unmarshal(call.Output, &mcpOut) == nil && mcpOut.Content != nil {
-		res.Content = []mcp.Content{&mcp.TextContent{Text: mcpOut.Text}}
-		if len(mcpOut.Structured) > 0 && string(mcpOut.Structured) != "null" {
-			res.StructuredContent = mcpOut.Structured
-		}
+	if res, ok := mcpServerResult(call); ok {
 		return res
 	}
+	res := &mcp.CallToolResult{}
 	res.Content = []mcp.Content{&mcp.TextContent{Text: string(call.Output)}}
 	var obj map[string]any
 	if json.Unmarshal(call.Output, &obj) == nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/tools"
 )
 
 // mcpTool is an offered tool as tools/list answers it: for an MCP server's
@@ -29,4 +30,42 @@ func mcpTool(t runtime.OfferedTool) *mcp.Tool {
 		}
 	}
 	return out
+}
+
+// mcpServerResult is an MCP server's recorded answer (runtime's mcpRecord)
+// as the server sent it: its content list whole, structuredContent, isError
+// and _meta. ok is false when the record is not one (an output clipped
+// past the log's limit is a string).
+func mcpServerResult(call runtime.ToolCallView) (*mcp.CallToolResult, bool) {
+	if call.Kind != tools.KindMCP || call.OutputTruncated || len(call.Output) == 0 {
+		return nil, false
+	}
+	var rec struct {
+		Content    json.RawMessage `json:"content"`
+		Structured json.RawMessage `json:"structured"`
+		IsError    bool            `json:"is_error"`
+		Meta       json.RawMessage `json:"meta"`
+	}
+	if json.Unmarshal(call.Output, &rec) != nil || rec.Content == nil {
+		return nil, false
+	}
+	wire := map[string]any{"content": rec.Content}
+	if len(rec.Structured) > 0 && string(rec.Structured) != "null" {
+		wire["structuredContent"] = rec.Structured
+	}
+	if rec.IsError {
+		wire["isError"] = true
+	}
+	if len(rec.Meta) > 0 && string(rec.Meta) != "null" {
+		wire["_meta"] = rec.Meta
+	}
+	b, err := json.Marshal(wire)
+	if err != nil {
+		return nil, false
+	}
+	res := &mcp.CallToolResult{}
+	if json.Unmarshal(b, res) != nil {
+		return nil, false
+	}
+	return res, true
 }

@@ -298,7 +298,7 @@ func (r *Runtime) runMCP(ctx context.Context, s models.Session, t offered, input
 	if t.discoveryFailed {
 		r.discoveryAnswered(ctx, t.URL, credID)
 	}
-	out, _ := json.Marshal(map[string]any{"content": res.Content, "text": res.Text, "structured": res.Structured, "is_error": res.IsError})
+	out := mcpOutput(res)
 	if res.IsError {
 		return out, fmt.Errorf("the tool answered with an error: %s", truncate(res.Text, 2000))
 	}

@@ -56,6 +56,7 @@ var memberVerbs = []string{
 	"Vault.create", "Vault.delete", "Credential.set", "Credential.delete",
 	"Session.create", "Session.end", "SessionRule.revoke",
 	"ToolCall.create", "ToolCall.complete", "ToolCall.cancel",
+	"Resource.read", "Prompt.get",
 	"Approval.approve", "Approval.deny",
 	"Subscription.get", "Subscription.update",
 	"Archive.download",

@@ -23,6 +23,7 @@ const (
 // sessionVerbs are what an agent holding a session token may do, in its own session only.
 var sessionVerbs = concat([]string{
 	"Session.get", "Session.tools", "ToolCall.create", "ToolCall.get", "ToolCall.list", "ToolCall.complete", "ToolCall.cancel",
+	"Resource.read", "Prompt.get",
 	"Client.connect", "ClientCall.next",
 })
 

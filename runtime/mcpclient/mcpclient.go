@@ -37,6 +37,7 @@ type Result struct {
 	Text       string          // the text parts of Content, joined by newlines
 	Structured json.RawMessage // structuredContent, when the server sent one
 	IsError    bool            // the tool itself reported failure
+	Meta       json.RawMessage // the result's _meta, when the server sent one
 }
 
 // Skipped is a tool the server listed that discovery did not keep, and why.
@@ -238,6 +239,11 @@ func toResult(res *mcp.CallToolResult) (Result, error) {
 		}
 	}
 	out.Text = strings.Join(texts, "\n")
+	if len(res.Meta) > 0 {
+		if out.Meta, err = json.Marshal(res.Meta); err != nil {
+			return Result{}, fmt.Errorf("mcpclient: encode result _meta: %w", err)
+		}
+	}
 	if res.StructuredContent != nil {
 		if out.Structured, err = json.Marshal(res.StructuredContent); err != nil {
 			return Result{}, fmt.Errorf("mcpclient: encode structured content: %w", err)
