@@ -109,7 +109,7 @@ func queueView(p runtime.Principal, q runtime.Queue, f runtime.QueueFilter) page
 }
 
 func approvalItem(it runtime.QueueItem) pages.ApprovalItem {
-	out := pages.ApprovalItem{ID: it.ID, Call: it.Call, Tool: it.Tool, Kind: it.Kind, Grant: it.Grant, FromRule: it.PolicySource == "rule",
+	out := pages.ApprovalItem{ID: it.ID, Call: it.Call, Tool: it.Tool, Kind: it.Kind, Grant: it.Grant, FromRule: it.PolicySource == "rule", Why: it.PolicyRule,
 		Agent: it.Agent, AgentName: it.AgentName, Version: it.Version, VersionNumber: it.VersionNumber, Session: it.Session,
 		SessionTitle: it.SessionTitle, Model: it.Model, By: it.By, AskedAt: isoTime(it.CreatedAt), AskedUnix: it.CreatedAt.Unix(),
 		Waited: fmtWait(time.Duration(it.WaitedMS) * time.Millisecond), Input: approvalInput(it.Input, it.InputTruncated),

@@ -76,10 +76,10 @@ func grantSections(cfg tools.Config) []pages.GrantSection {
 	return out
 }
 
-func ruleLines(rules map[string]string) []string {
+func ruleLines(rules map[string]tools.ToolRule) []string {
 	var out []string
-	for t, p := range rules {
-		out = append(out, t+" → "+p)
+	for t, r := range rules {
+		out = append(out, ruleLine(t, r)...)
 	}
 	sort.Strings(out)
 	return out
@@ -114,9 +114,9 @@ func (h *Handlers) grantForm(c echo.Context, kind, current string) (pages.GrantF
 }
 
 func fillFromConfig(f *pages.GrantForm, cfg tools.Config) bool {
-	rules := func(m map[string]string) {
-		for t, p := range m {
-			f.Rules = append(f.Rules, pages.RuleRow{Tool: t, Policy: p})
+	rules := func(m map[string]tools.ToolRule) {
+		for t, r := range m {
+			f.Rules = append(f.Rules, ruleRow(t, r))
 		}
 		sort.Slice(f.Rules, func(i, j int) bool { return f.Rules[i].Tool < f.Rules[j].Tool })
 	}
@@ -228,6 +228,11 @@ func (h *Handlers) SaveGrant(c echo.Context) error {
 		f.Title = strings.Replace(f.Title, "Add", "Edit", 1) + " " + current
 	}
 	readForm(c, &f)
+	if msg := badRuleJSON(f); msg != "" {
+		f.Errors["tool_rules"] = msg
+		h.fillChoices(c, &f)
+		return render(c, http.StatusUnprocessableEntity, pages.GrantFormPage(h.shell(c, f.Title, "agents"), f))
+	}
 	_, err = h.RT.VersionSetGrant(ctx(c), principal(c), f.VersionID, kind, current, grantJSON(f))
 	if err == nil {
 		h.flash(c, "ok", "Saved "+f.Name+".")
@@ -259,11 +264,15 @@ func readForm(c echo.Context, f *pages.GrantForm) {
 	f.Package = c.FormValue("package")
 	f.Origins = c.FormValue("origins")
 	form, _ := c.FormParams()
-	toolsIn, policies := form["rule_tool"], form["rule_policy"]
+	toolsIn, policies, whens := form["rule_tool"], form["rule_policy"], form["rule_when"]
 	f.Rules = nil
 	for i, t := range toolsIn {
 		if t = strings.TrimSpace(t); t != "" && i < len(policies) {
-			f.Rules = append(f.Rules, pages.RuleRow{Tool: t, Policy: policies[i]})
+			row := pages.RuleRow{Tool: t, Policy: policies[i]}
+			if i < len(whens) {
+				row.When = strings.TrimSpace(whens[i])
+			}
+			f.Rules = append(f.Rules, row)
 		}
 	}
 }
@@ -280,7 +289,7 @@ func grantJSON(f pages.GrantForm) json.RawMessage {
 			rules.WriteByte(',')
 		}
 		k, _ := json.Marshal(r.Tool)
-		v, _ := json.Marshal(r.Policy)
+		v := ruleValue(r)
 		rules.Write(k)
 		rules.WriteByte(':')
 		rules.Write(v)

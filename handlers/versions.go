@@ -101,7 +101,8 @@ func (h *Handlers) versionPage(c echo.Context, id string) (pages.VersionPage, er
 	}
 	for _, t := range ts {
 		view.Tools = append(view.Tools, pages.ToolRow{Name: t.Name, Kind: t.Kind, Grant: t.Grant, Tool: t.Tool, Policy: t.Policy,
-			Source: t.PolicySource, Description: t.Description, Schema: schemaText(t.InputSchema), Offered: t.Offered, Discovered: t.Discovered})
+			Source: t.PolicySource, Description: t.Description, Schema: schemaText(t.InputSchema), Offered: t.Offered, Discovered: t.Discovered,
+			Rules: argRuleLines(t.Rules)})
 	}
 	return view, nil
 }

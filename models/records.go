@@ -62,6 +62,7 @@ type Action struct {
 	Model      string
 	Version    string
 	ClientInfo string // the client that asked: an MCP client's name/version
+	PolicyRule string // ToolCall.create: which rule decided the call (argument rules)
 	CreatedAt  time.Time
 }
 
@@ -230,6 +231,7 @@ type ToolCall struct {
 	ByLabel         string
 	Client          string
 	ClientInfo      string // the client that made the call (MCP clientInfo name/version); Client runs client tools
+	PolicyRule      string // which rule decided: "rule 2: allow command `git *`", "no rule matched …"
 	ClaimedBy       string
 	ClaimedAt       *time.Time
 	CreatedAt       time.Time

@@ -113,18 +113,20 @@ func truncate(s string, n int) string {
 
 // ActionView is one audit record as interfaces show it.
 type ActionView struct {
-	ID        string    `json:"id"`
-	Verb      string    `json:"verb"`
-	ByKind    string    `json:"by_kind"`
-	ByID      string    `json:"by_id"`
-	By        string    `json:"by"`
-	Targets   []string  `json:"targets"`
-	Verdict   string    `json:"verdict"`
-	Reason    string    `json:"reason,omitempty"`
-	Model     string    `json:"model,omitempty"`
-	Version   string    `json:"version,omitempty"`
-	Client    string    `json:"client_info,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	ID      string   `json:"id"`
+	Verb    string   `json:"verb"`
+	ByKind  string   `json:"by_kind"`
+	ByID    string   `json:"by_id"`
+	By      string   `json:"by"`
+	Targets []string `json:"targets"`
+	Verdict string   `json:"verdict"`
+	Reason  string   `json:"reason,omitempty"`
+	Model   string   `json:"model,omitempty"`
+	Version string   `json:"version,omitempty"`
+	Client  string   `json:"client_info,omitempty"`
+	// PolicyRule is which rule decided a ToolCall.create (argument rules).
+	PolicyRule string    `json:"policy_rule,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
 }
 
 // ActionFilter narrows Action.list; empty fields match everything.
@@ -148,7 +150,7 @@ func (r *Runtime) ActionList(ctx context.Context, p Principal, f ActionFilter) (
 
 func actionView(rec models.Action) ActionView {
 	v := ActionView{ID: rec.ID, Verb: rec.Verb, ByKind: rec.ByKind, ByID: rec.ByID, By: rec.ByLabel,
-		Verdict: rec.Verdict, Reason: rec.Reason, Model: rec.Model, Version: rec.Version, Client: rec.ClientInfo, CreatedAt: rec.CreatedAt, Targets: []string{}}
+		Verdict: rec.Verdict, Reason: rec.Reason, Model: rec.Model, Version: rec.Version, Client: rec.ClientInfo, PolicyRule: rec.PolicyRule, CreatedAt: rec.CreatedAt, Targets: []string{}}
 	if rec.Targets != "" {
 		v.Targets = strings.Fields(rec.Targets)
 	}

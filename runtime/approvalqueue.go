@@ -22,7 +22,8 @@ type QueueItem struct {
 	Kind           string          `json:"kind"`
 	Grant          string          `json:"grant"`
 	ToolName       string          `json:"tool_name"`
-	PolicySource   string          `json:"policy_source"` // default or rule: where "ask" came from
+	PolicySource   string          `json:"policy_source"`         // default or rule: where "ask" came from
+	PolicyRule     string          `json:"policy_rule,omitempty"` // which rule asked: "rule 2: …", "no rule matched …"
 	Agent          string          `json:"agent"`
 	AgentName      string          `json:"agent_name"`
 	Version        string          `json:"version"`
@@ -182,6 +183,7 @@ type queueRow struct {
 	CreatedAt, ExpiresAt                                            time.Time
 	DecidedAt                                                       *time.Time
 	Tool, Kind, GrantName, ToolName, PolicySource, Model, ByLabel   string
+	PolicyRule                                                      string
 	ByKind, ByID                                                    string
 	Input                                                           string
 	InputTruncated                                                  bool
@@ -197,7 +199,7 @@ func (row queueRow) item(now time.Time) QueueItem {
 	return QueueItem{
 		ApprovalView: ApprovalView{ID: row.ID, Call: row.ToolCallID, Session: row.SessionID, State: row.State, Scope: row.Scope,
 			Reason: row.Reason, DecidedBy: row.DecidedByLabel, CreatedAt: row.CreatedAt, DecidedAt: row.DecidedAt, ExpiresAt: row.ExpiresAt},
-		Tool: row.Tool, Kind: row.Kind, Grant: row.GrantName, ToolName: row.ToolName, PolicySource: row.PolicySource,
+		Tool: row.Tool, Kind: row.Kind, Grant: row.GrantName, ToolName: row.ToolName, PolicySource: row.PolicySource, PolicyRule: row.PolicyRule,
 		Agent: row.AgentID, AgentName: row.AgentName, Version: row.VersionID, VersionNumber: row.VersionNumber,
 		SessionTitle: row.SessionTitle, Model: row.Model, By: row.ByLabel, Input: recordedJSON(row.Input, row.InputTruncated),
 		InputTruncated: row.InputTruncated, CallStatus: row.CallStatus, WaitedMS: max(waited, 0).Milliseconds(),
@@ -206,7 +208,7 @@ func (row queueRow) item(now time.Time) QueueItem {
 }
 
 const queueColumns = `a.id, a.tool_call_id, a.session_id, a.state, a.scope, a.reason, a.decided_by_label,
-	a.created_at, a.expires_at, a.decided_at, c.tool, c.kind, c.grant_name, c.tool_name, c.policy_source, c.model,
+	a.created_at, a.expires_at, a.decided_at, c.tool, c.kind, c.grant_name, c.tool_name, c.policy_source, c.policy_rule, c.model,
 	c.by_label, c.by_kind, c.by_id, c.input, c.input_truncated, c.status AS call_status, c.version_id, s.title AS session_title,
 	s.agent_id, COALESCE(g.name, '') AS agent_name, COALESCE(v.number, 0) AS version_number`
 

@@ -80,6 +80,7 @@ type ToolCallView struct {
 	By              string          `json:"by"`
 	Client          string          `json:"client,omitempty"`
 	ClientInfo      string          `json:"client_info,omitempty"`
+	PolicyRule      string          `json:"policy_rule,omitempty"`
 	Approval        *ApprovalView   `json:"approval,omitempty"`
 	CreatedAt       time.Time       `json:"created_at"`
 	StartedAt       *time.Time      `json:"started_at"`
@@ -93,7 +94,7 @@ func (v ToolCallView) Open() bool { return !finalStatus(v.Status) }
 func callView(c models.ToolCall) ToolCallView {
 	v := ToolCallView{ID: c.ID, Session: c.SessionID, Tool: c.Tool, Kind: c.Kind, Status: c.Status, Verdict: c.Verdict, PolicySource: c.PolicySource,
 		Reason: c.Reason, InputTruncated: c.InputTruncated, OutputTruncated: c.OutputTruncated, Error: c.Error, Model: c.Model,
-		Version: c.VersionID, By: c.ByLabel, Client: c.Client, ClientInfo: c.ClientInfo, CreatedAt: c.CreatedAt, StartedAt: c.StartedAt,
+		Version: c.VersionID, By: c.ByLabel, Client: c.Client, ClientInfo: c.ClientInfo, PolicyRule: c.PolicyRule, CreatedAt: c.CreatedAt, StartedAt: c.StartedAt,
 		FinishedAt: c.FinishedAt, DurationMS: c.DurationMS}
 	v.Input = recordedJSON(c.Input, c.InputTruncated)
 	if c.Output != "" {
@@ -193,8 +194,10 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 	call := models.ToolCall{ID: newID("call"), SessionID: s.ID, VersionID: s.VersionID, Tool: t.Name, Kind: t.Kind,
 		GrantName: t.Grant, ToolName: t.Tool.Tool, Input: string(input), Model: truncate(in.Model, 200),
 		ByKind: string(p.Kind), ByID: p.ID, ByLabel: p.Label, Client: t.Client, ClientInfo: truncate(in.ClientInfo, 200), CreatedAt: r.now()}
+	dec := tools.Decide(t.Tool, input) // argument rules (argrules.go)
+	t.Policy, t.PolicySource = dec.Policy, dec.Source
 	policy, source := r.policyFor(ctx, s.ID, t)
-	call.Verdict, call.PolicySource = policy, source
+	call.Verdict, call.PolicySource, call.PolicyRule = policy, source, decisionWhy(dec, source, t.Tool.Tool)
 	switch policy {
 	case tools.PolicyDeny:
 		call.Status, call.Reason, call.FinishedAt = CallRefused, "denied by the version's policy", ptr(r.now())
@@ -209,6 +212,7 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		// Refused by policy: the audit log says so, and why (callaudit.go).
 		rec = r.actionRecord(p, "ToolCall.create", a, VerdictRefused, policyRefusal(source))
 	}
+	rec.PolicyRule = call.PolicyRule
 	err = r.hotWriteTx(func() error {
 		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			if err := tx.Create(&call).Error; err != nil {

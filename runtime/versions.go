@@ -281,6 +281,8 @@ type ToolView struct {
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	Meta         json.RawMessage `json:"meta,omitempty"`
+	// Rules are the tool's argument rules; Policy governs the calls none matches.
+	Rules []tools.ArgRule `json:"rules,omitempty"`
 }
 
 // VersionTools is Version.tools: every tool the version grants with its

@@ -44,10 +44,10 @@ type Config struct {
 
 // MCPServer grants the tools of a remote MCP server reached at URL.
 type MCPServer struct {
-	Name          string            `json:"name"`
-	URL           string            `json:"url"`
-	DefaultPolicy string            `json:"default_policy"`
-	ToolRules     map[string]string `json:"tool_rules,omitempty"`
+	Name          string              `json:"name"`
+	URL           string              `json:"url"`
+	DefaultPolicy string              `json:"default_policy"`
+	ToolRules     map[string]ToolRule `json:"tool_rules,omitempty"`
 	// NewTools is what a session does with a tool the server lists that the
 	// version did not pin at publish: deny ("" too), ask or allow.
 	NewTools string `json:"new_tools,omitempty"`
@@ -62,11 +62,11 @@ type Skill struct {
 // Sandbox grants a Linux machine of the session's own, with one tool: exec.
 // Its JSON is the sandbox seed's own format.
 type Sandbox struct {
-	Name          string            `json:"name"`
-	Environment   Environment       `json:"environment"`
-	Network       Network           `json:"network"`
-	DefaultPolicy string            `json:"default_policy"`
-	ToolRules     map[string]string `json:"tool_rules,omitempty"`
+	Name          string              `json:"name"`
+	Environment   Environment         `json:"environment"`
+	Network       Network             `json:"network"`
+	DefaultPolicy string              `json:"default_policy"`
+	ToolRules     map[string]ToolRule `json:"tool_rules,omitempty"`
 }
 
 // Environment is what a sandbox boots: Type "platform" and a release line.
@@ -83,12 +83,16 @@ type Network struct {
 // Function grants the tools of an installed function package version; Origins
 // are the only places (scheme://host[:port]) its http_fetch may reach.
 type Function struct {
-	Name          string            `json:"name"`
-	Package       string            `json:"package"`
-	Version       string            `json:"version"`
-	Origins       []string          `json:"origins,omitempty"`
-	DefaultPolicy string            `json:"default_policy"`
-	ToolRules     map[string]string `json:"tool_rules,omitempty"`
+	Name          string              `json:"name"`
+	Package       string              `json:"package"`
+	Version       string              `json:"version"`
+	Origins       []string            `json:"origins,omitempty"`
+	DefaultPolicy string              `json:"default_policy"`
+	ToolRules     map[string]ToolRule `json:"tool_rules,omitempty"`
+	// Volume is what the package's calls may do with the session's volume,
+	// mounted at /volume: "none" (the default, also written ""), "read" or
+	// "write" (read and write). An extension of the seed's format.
+	Volume string `json:"volume,omitempty"`
 }
 
 // Builtin grants one of Subako's own tool sets: "ask_user" or "session".

@@ -82,10 +82,10 @@ func builtinSettings(g Builtin) (string, []setting) { return g.Name, nil }
 
 // ruleSettings lists tool rules by tool name, so a diff does not depend on
 // map order.
-func ruleSettings(rules map[string]string) []setting {
+func ruleSettings(rules map[string]ToolRule) []setting {
 	out := make([]setting, 0, len(rules))
-	for tool, p := range rules {
-		out = append(out, setting{joinPath("tool_rules", tool), p})
+	for tool, r := range rules {
+		out = append(out, setting{joinPath("tool_rules", tool), r.Text()})
 	}
 	slices.SortFunc(out, func(x, y setting) int { return cmp.Compare(x.field, y.field) })
 	return out

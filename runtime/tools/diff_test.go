@@ -20,7 +20,7 @@ func lines(changes []Change) string {
 
 func sandbox(name, release, network, policy string, rules map[string]string) Sandbox {
 	return Sandbox{Name: name, Environment: Environment{"platform", release}, Network: Network{network},
-		DefaultPolicy: policy, ToolRules: rules}
+		DefaultPolicy: policy, ToolRules: plainRules(rules)}
 }
 
 var wb = sandbox("workbench", "2026", "unrestricted", "allow", nil)
@@ -46,9 +46,9 @@ var diffCases = []struct {
   network: "unrestricted" -> "none"
   tool_rules.exec: "" -> "ask"`},
 	{"rules changed and removed, in tool order", Config{MCPServers: []MCPServer{{Name: "o", URL: "https://a", DefaultPolicy: "ask",
-		ToolRules: map[string]string{"zap": "deny", "lookup": "allow"}}}},
+		ToolRules: plainRules(map[string]string{"zap": "deny", "lookup": "allow"})}}},
 		Config{MCPServers: []MCPServer{{Name: "o", URL: "https://b", DefaultPolicy: "ask",
-			ToolRules: map[string]string{"lookup": "deny", "add": "allow"}}}},
+			ToolRules: plainRules(map[string]string{"lookup": "deny", "add": "allow"})}}},
 		`changed mcp o
   url: "https://a" -> "https://b"
   tool_rules.add: "" -> "allow"

@@ -12,20 +12,20 @@ import (
 var everyKind = Config{
 	MCPServers: []MCPServer{
 		{Name: "orders", URL: "https://mcp.example.com/orders?region=eu&v=2", DefaultPolicy: "ask",
-			ToolRules: map[string]string{"lookup": "allow", "refund": "deny"}},
+			ToolRules: plainRules(map[string]string{"lookup": "allow", "refund": "deny"})},
 		{Name: "crm", URL: "http://127.0.0.1:9000/mcp", DefaultPolicy: "deny"},
 	},
 	Skills: []Skill{{Name: "refund-policy", Skill: "refund-policy"}, {Name: "style", Skill: "style-guide"}},
 	Sandboxes: []Sandbox{
 		{Name: "workbench", Environment: Environment{Type: "platform", Release: "2026"},
-			Network: Network{Type: "unrestricted"}, DefaultPolicy: "allow", ToolRules: map[string]string{"exec": "ask"}},
+			Network: Network{Type: "unrestricted"}, DefaultPolicy: "allow", ToolRules: plainRules(map[string]string{"exec": "ask"})},
 		{Name: "offline", Environment: Environment{Type: "platform", Release: "2025"},
 			Network: Network{Type: "none"}, DefaultPolicy: "ask"},
 	},
 	Functions: []Function{
 		{Name: "gh", Package: "github", Version: "1.0.0",
 			Origins:       []string{"https://api.github.com", "https://uploads.github.com:443"},
-			DefaultPolicy: "allow", ToolRules: map[string]string{"list_pulls": "deny"}},
+			DefaultPolicy: "allow", ToolRules: plainRules(map[string]string{"list_pulls": "deny"})},
 		{Name: "docs", Package: "anydoc", Version: "2.1.0", DefaultPolicy: "ask"},
 	},
 	Builtins: []Builtin{{Name: "ask_user"}, {Name: "session"}},
@@ -90,7 +90,7 @@ func TestExportFileRoundTrip(t *testing.T) {
 
 func TestExportLeavesOutEmpty(t *testing.T) {
 	data, err := Export(Config{Sandboxes: []Sandbox{{Name: "b", Environment: Environment{"platform", "2026"},
-		Network: Network{"none"}, DefaultPolicy: "deny", ToolRules: map[string]string{}}}})
+		Network: Network{"none"}, DefaultPolicy: "deny", ToolRules: plainRules(map[string]string{})}}})
 	if err != nil {
 		t.Fatal(err)
 	}

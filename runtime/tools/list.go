@@ -19,6 +19,9 @@ type Tool struct {
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	Meta         json.RawMessage `json:"meta,omitempty"`
+	// Rules are the tool's argument rules (Decide applies them per call);
+	// Policy is then what governs the calls none of them matches.
+	Rules []ArgRule `json:"rules,omitempty"`
 }
 
 // List is every tool the version grants, in config order (MCP servers,
@@ -52,18 +55,19 @@ func List(cfg Config, discovered map[string][]ToolDef, cat Catalog) []Tool {
 
 // appendGrant adds one grant's tools; known is false when its tools cannot
 // be listed yet, which gives the placeholder.
-func appendGrant(out []Tool, kind, grant, def string, rules map[string]string, defs []ToolDef, known bool) []Tool {
+func appendGrant(out []Tool, kind, grant, def string, rules map[string]ToolRule, defs []ToolDef, known bool) []Tool {
 	if !known {
 		policy, source := Effective(def, nil, "")
 		return append(out, Tool{Kind: kind, Grant: grant, Policy: policy, PolicySource: source})
 	}
 	for _, d := range defs {
 		policy, source := Effective(def, rules, d.Name)
+		args := rules[d.Name].Rules
 		out = append(out, Tool{
 			Name: FullName(kind, grant, d.Name), Kind: kind, Grant: grant, Tool: d.Name,
 			Description: d.Description, InputSchema: d.InputSchema,
 			Policy: policy, PolicySource: source,
-			Offered: policy != PolicyDeny, Discovered: true,
+			Offered: anyOffered(policy, args), Discovered: true, Rules: args,
 			Title: d.Title, Annotations: d.Annotations, OutputSchema: d.OutputSchema, Meta: d.Meta,
 		})
 	}

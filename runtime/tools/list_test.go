@@ -19,7 +19,7 @@ func TestEffective(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, s := Effective(tt.def, rules, tt.tool)
+			p, s := Effective(tt.def, plainRules(rules), tt.tool)
 			if p != tt.policy || s != tt.source {
 				t.Errorf("Effective(%q, %q) = %q, %q; want %q, %q", tt.def, tt.tool, p, s, tt.policy, tt.source)
 			}

@@ -109,7 +109,7 @@ var rejectCases = []struct {
 		`the tool rule for "lookup" must be allow, ask or deny; found "maybe"`},
 	{"tool rule empty name", `{"mcp_servers": [` + mcpRules(`{"": "deny"}`) + `]}`, `mcp_servers[0].tool_rules[""]`, "tool_name_required", ""},
 	{"tool rule dotted name", `{"mcp_servers": [` + mcpRules(`{"a.b": 1}`) + `]}`, `mcp_servers[0].tool_rules["a.b"]`, "invalid_type",
-		`the tool rule for "a.b" must be allow, ask or deny as a string; found a number`},
+		`the tool rule for "a.b" must be allow, ask or deny as a string, or an object with a policy and argument rules; found a number`},
 	{"dotted unknown field", `{"skills": [{"name": "a", "skill": "refund-policy", "x.y": {}}]}`, `skills[0]["x.y"]`, "unknown_field", ""},
 	{"tool rule name too long", `{"mcp_servers": [` + mcpRules(`{"`+strings.Repeat("t", 129)+`": "deny"}`) + `]}`, "mcp_servers[0].tool_rules." + strings.Repeat("t", 129), "tool_name_too_long", ""},
 	{"sandbox rule not exec", sandboxWith(env2026 + `, ` + netNone + `, "tool_rules": {"shell": "ask"}`), "sandboxes[0].tool_rules.shell", "unknown_tool",

@@ -3,6 +3,7 @@ package tools
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -19,11 +20,12 @@ const (
 var policies = []string{PolicyAllow, PolicyAsk, PolicyDeny}
 
 // Effective is the policy that governs one tool of a grant: the tool's own
-// rule when it has one (source "rule"), else the grant's default (source
-// "default"). Kinds without a policy pass "" and get "", "".
-func Effective(defaultPolicy string, rules map[string]string, tool string) (policy, source string) {
-	if p, ok := rules[tool]; ok {
-		return p, SourceRule
+// rule when it has one with a policy (source "rule"), else the grant's
+// default (source "default"). Kinds without a policy pass "" and get "", "".
+// A tool's argument rules, if any, are applied per call by Decide.
+func Effective(defaultPolicy string, rules map[string]ToolRule, tool string) (policy, source string) {
+	if r, ok := rules[tool]; ok && r.Policy != "" {
+		return r.Policy, SourceRule
 	}
 	if defaultPolicy == "" {
 		return "", ""
@@ -51,7 +53,7 @@ func anyTool(string) string { return "" }
 
 // toolRules reads a grant's tool_rules; check explains why a tool name is not
 // one of the grant's tools, or returns "". Empty rules read as nil.
-func (v *validator) toolRules(o obj, check func(tool string) string) map[string]string {
+func (v *validator) toolRules(o obj, check func(tool string) string) map[string]ToolRule {
 	n, present := o.fs["tool_rules"]
 	if !present || n.kind == nullNode {
 		return nil
@@ -61,7 +63,9 @@ func (v *validator) toolRules(o obj, check func(tool string) string) map[string]
 		v.add(n.off, wrongType(path, "an object", n))
 		return nil
 	}
-	rules := map[string]string{}
+	// Only a sandbox's exec runs commands, so only its rules take patterns.
+	commands := strings.HasPrefix(o.path, "sandboxes[")
+	rules := map[string]ToolRule{}
 	for _, m := range n.fields {
 		field := joinPath(path, m.key)
 		if _, dup := rules[m.key]; dup {
@@ -70,7 +74,11 @@ func (v *validator) toolRules(o obj, check func(tool string) string) map[string]
 			continue
 		}
 		v.add(m.val.off, ruleTool(field, m.key, check)...)
-		rules[m.key] = v.rulePolicy(field, m)
+		if m.val.kind == objectNode {
+			rules[m.key] = v.ruleObject(field, m.key, m.val, commands)
+			continue
+		}
+		rules[m.key] = ToolRule{Policy: v.rulePolicy(field, m)}
 	}
 	if len(rules) == 0 {
 		return nil
@@ -96,7 +104,7 @@ func ruleTool(field, tool string, check func(string) string) []FieldError {
 func (v *validator) rulePolicy(field string, m member) string {
 	if m.val.kind != stringNode {
 		v.add(m.val.off, fieldError(field, "invalid_type", fmt.Sprintf(
-			"the tool rule for %s must be allow, ask or deny as a string; found %s",
+			"the tool rule for %s must be allow, ask or deny as a string, or an object with a policy and argument rules; found %s",
 			quoteShort(m.key), m.val.kind.typeName())))
 		return ""
 	}

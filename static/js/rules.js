@@ -10,6 +10,11 @@
       var tool = row.querySelector("[name=rule_tool]");
       var policy = row.querySelector("[name=rule_policy]");
       var remove = row.querySelector("[data-rule-remove]");
+      var when = row.querySelector("[name=rule_when]");
+      if (when) {
+        when.setAttribute("aria-label", "Argument rules of rule " + (i + 1));
+        when.setAttribute("data-testid", "rule-when-" + i);
+      }
       tool.setAttribute("aria-label", "Tool of rule " + (i + 1));
       tool.setAttribute("data-testid", "rule-tool-" + i);
       policy.setAttribute("aria-label", "Policy of rule " + (i + 1));
