@@ -35,6 +35,9 @@ func (h *Handlers) CheckInput(next echo.HandlerFunc) echo.HandlerFunc {
 					v = u
 				}
 			}
+			if name == "*" { // a volume file's path
+				name = "path"
+			}
 			if why := tools.BadText(v); why != "" {
 				return textError(name, "the path parameter "+name+" "+why)
 			}
@@ -45,7 +48,7 @@ func (h *Handlers) CheckInput(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		r := c.Request()
-		if r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodHead {
+		if r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodHead || VolumeUpload(r) {
 			return next(c)
 		}
 		media, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))

@@ -127,6 +127,8 @@ func usageKindLabel(k string) string {
 		return "Sandbox machine time"
 	case runtime.UsageArchiveBytes:
 		return "Archive storage"
+	case runtime.UsageVolumeBytes:
+		return "Volume storage"
 	}
 	return k
 }

@@ -25,8 +25,9 @@ func (r *Runtime) runFunction(ctx context.Context, c FunctionCall) (json.RawMess
 	// No timeout or memory limit of our own: the engine takes the manifest's,
 	// within the server's caps, and stops the instance at the deadline.
 	res, err := e.Call(ctx, pkg, fn.CallRequest{Tool: c.Tool, Input: c.Input, Origins: c.Grant.Origins,
-		Credentials: c.Credentials})
+		Credentials: c.Credentials, Volume: r.volumeMount(ctx, c)})
 	r.meterFunction(ctx, c, res.Duration)
+	r.volumeAfterCall(ctx, c, res.Volume)
 	var full *fn.CapacityError
 	if errors.As(err, &full) {
 		return nil, overCapacity(full.Detail, full.RetryAfter)

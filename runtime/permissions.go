@@ -29,6 +29,7 @@ var readVerbs = []string{
 	"ToolCall.get", "ToolCall.list",
 	"Approval.list",
 	"Sandbox.list", "Sandbox.get",
+	"Volume.list", "Volume.get",
 	"Usage.get",
 	"User.list",
 	"Token.list", "Token.create", "Token.revoke",
@@ -60,6 +61,7 @@ var memberVerbs = []string{
 	"Approval.approve", "Approval.deny",
 	"Subscription.get", "Subscription.update",
 	"Archive.download",
+	"Volume.put", "Volume.delete",
 }
 
 // adminVerbs manage people and destroy data that cannot be rebuilt.

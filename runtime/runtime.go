@@ -79,6 +79,7 @@ type Runtime struct {
 	// Set by the wiring; nil on a server that runs no functions or sandboxes.
 	fnEngine   atomic.Pointer[fn.Engine]
 	sandboxSet atomic.Pointer[sandboxSet]
+	volumes    atomic.Pointer[volumeSet] // volumes.go
 	logins     *throttle
 	ready      readiness
 	notifier   notifier

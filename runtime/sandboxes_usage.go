@@ -56,16 +56,22 @@ func (r *Runtime) agentOf(ctx context.Context, sessionID string) string {
 }
 
 // archiveKept records that, from at on, sandbox id's archive holds bytes
-// (0 once deleted): it closes the stretch of the previous size, then opens
-// one for the new size with a zero-length record that the next accrual
-// extends from.
+// (0 once deleted).
 func (r *Runtime) archiveKept(ctx context.Context, id, sessionID string, bytes int64, at time.Time) error {
-	last, err := r.lastArchiveUsage(ctx, id)
+	return r.storageKept(ctx, UsageArchiveBytes, id, sessionID, r.agentOf(ctx, sessionID), bytes, at)
+}
+
+// storageKept records that, from at on, subject (an archive, a volume)
+// holds bytes (0 once deleted): it closes the stretch of the previous size,
+// then opens one for the new size with a zero-length record that the next
+// accrual extends from.
+func (r *Runtime) storageKept(ctx context.Context, kind, subject, sessionID, agentID string, bytes int64, at time.Time) error {
+	last, err := r.lastStorageUsage(ctx, kind, subject)
 	if err != nil {
 		return err
 	}
 	if last != nil {
-		if err := r.accrueArchive(ctx, *last, at); err != nil {
+		if err := r.accrueStorage(ctx, *last, at); err != nil {
 			return err
 		}
 		if int64(last.Quantity) == bytes {
@@ -74,30 +80,30 @@ func (r *Runtime) archiveKept(ctx context.Context, id, sessionID string, bytes i
 	} else if bytes == 0 {
 		return nil
 	}
-	return r.RecordUsage(ctx, Usage{Kind: UsageArchiveBytes, SessionID: sessionID, AgentID: r.agentOf(ctx, sessionID),
-		Subject: id, Quantity: float64(bytes), Unit: "byte", Start: at, End: at})
+	return r.RecordUsage(ctx, Usage{Kind: kind, SessionID: sessionID, AgentID: agentID,
+		Subject: subject, Quantity: float64(bytes), Unit: "byte", Start: at, End: at})
 }
 
-func (r *Runtime) lastArchiveUsage(ctx context.Context, id string) (*models.UsageRecord, error) {
+func (r *Runtime) lastStorageUsage(ctx context.Context, kind, subject string) (*models.UsageRecord, error) {
 	var last models.UsageRecord
-	err := r.db.WithContext(ctx).Where("kind = ? AND subject = ?", UsageArchiveBytes, id).
+	err := r.db.WithContext(ctx).Where("kind = ? AND subject = ?", kind, subject).
 		Order("ended_at DESC, started_at DESC").First(&last).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("runtime: last archive usage of %s: %w", id, err)
+		return nil, fmt.Errorf("runtime: last %s usage of %s: %w", kind, subject, err)
 	}
 	return &last, nil
 }
 
-// accrueArchive writes down the storage of last's size from where it ended
-// until until; nothing when the archive was deleted (size 0).
-func (r *Runtime) accrueArchive(ctx context.Context, last models.UsageRecord, until time.Time) error {
+// accrueStorage writes down the storage of last's size from where it ended
+// until until; nothing when the thing stored was deleted (size 0).
+func (r *Runtime) accrueStorage(ctx context.Context, last models.UsageRecord, until time.Time) error {
 	if last.Quantity == 0 || !until.After(last.EndedAt) {
 		return nil
 	}
-	return r.RecordUsage(ctx, Usage{Kind: UsageArchiveBytes, SessionID: last.SessionID, AgentID: last.AgentID,
+	return r.RecordUsage(ctx, Usage{Kind: last.Kind, SessionID: last.SessionID, AgentID: last.AgentID,
 		Subject: last.Subject, Quantity: last.Quantity, Unit: "byte", Start: last.EndedAt, End: until})
 }
 
@@ -111,12 +117,12 @@ func (r *Runtime) accrueArchives(ctx context.Context, every time.Duration) error
 	now := r.now()
 	var errs []error
 	for _, id := range ids {
-		last, err := r.lastArchiveUsage(ctx, id)
+		last, err := r.lastStorageUsage(ctx, UsageArchiveBytes, id)
 		if err != nil || last == nil || now.Sub(last.EndedAt) < every {
 			errs = append(errs, err)
 			continue
 		}
-		errs = append(errs, r.accrueArchive(ctx, *last, now))
+		errs = append(errs, r.accrueStorage(ctx, *last, now))
 	}
 	return errors.Join(errs...)
 }

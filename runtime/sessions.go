@@ -25,6 +25,7 @@ var sessionVerbs = concat([]string{
 	"Session.get", "Session.tools", "ToolCall.create", "ToolCall.get", "ToolCall.list", "ToolCall.complete", "ToolCall.cancel",
 	"Resource.read", "Prompt.get",
 	"Client.connect", "ClientCall.next",
+	"Volume.list", "Volume.get", "Volume.put", "Volume.delete",
 })
 
 // SessionPrincipal is an agent acting through a session's token.

@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/fn"
 	"github.com/subako/subako/runtime/tools"
 )
 
@@ -86,6 +87,9 @@ type ToolCallView struct {
 	StartedAt       *time.Time      `json:"started_at"`
 	FinishedAt      *time.Time      `json:"finished_at"`
 	DurationMS      int64           `json:"duration_ms"`
+	// Volume lists what a function call read, wrote and deleted in the
+	// session's volume (volumes_fn.go); ToolCall.get fills it.
+	Volume []fn.VolumeAccess `json:"volume,omitempty"`
 }
 
 // Open reports whether the call has not reached a final status yet.
@@ -471,6 +475,9 @@ func (r *Runtime) ToolCallGet(ctx context.Context, p Principal, id string) (Tool
 		}
 		if _, err := r.loadSession(ctx, p, v.Session); err != nil {
 			return notFound("tool call", id)
+		}
+		if v.Kind == tools.KindFn {
+			v.Volume = r.callVolume(ctx, v.ID)
 		}
 		out = v
 		return nil

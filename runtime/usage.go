@@ -124,7 +124,7 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 		}
 		out.Days, out.Credits = days, credits
 		// Known kinds first, in a fixed order; any other kind after them, by name.
-		order := []string{UsageFunctionSeconds, UsageMachineSeconds, UsageArchiveBytes}
+		order := []string{UsageFunctionSeconds, UsageMachineSeconds, UsageArchiveBytes, UsageVolumeBytes}
 		for _, k := range slices.Sorted(maps.Keys(byKind)) {
 			if !slices.Contains(order, k) {
 				order = append(order, k)
@@ -144,7 +144,7 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 // archive's size over a stretch of time: summing sizes means nothing, so
 // storage adds up in GB-hours.
 func totalOf(u models.UsageRecord) (float64, string) {
-	if u.Kind == UsageArchiveBytes {
+	if u.Kind == UsageArchiveBytes || u.Kind == UsageVolumeBytes {
 		return u.Quantity * u.EndedAt.Sub(u.StartedAt).Hours() / 1e9, "GB-hour"
 	}
 	return u.Quantity, u.Unit

@@ -35,7 +35,7 @@ func (r *Runtime) usageSums(ctx context.Context, q *gorm.DB) (map[string]*UsageT
 	byKind, credits := map[string]*UsageTotal{}, 0.0
 	for _, k := range kinds {
 		t := &UsageTotal{Kind: k.Kind, Quantity: k.Quantity, Unit: k.Unit, Credits: k.Credits, Records: k.Records}
-		if k.Kind == UsageArchiveBytes {
+		if k.Kind == UsageArchiveBytes || k.Kind == UsageVolumeBytes {
 			t.Quantity, t.Unit = k.ByteSeconds/3600/1e9, "GB-hour"
 		}
 		byKind[k.Kind] = t

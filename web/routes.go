@@ -24,7 +24,7 @@ func (r APIRoute) WholeBody() bool { return r.Verb == "Version.update" }
 
 // RawBody reports whether the verb's body is a file sent as is (Archive.upload's
 // .tar.gz); `subako do` sends it from --body-file.
-func (r APIRoute) RawBody() bool { return r.Verb == "Archive.upload" }
+func (r APIRoute) RawBody() bool { return r.Verb == "Archive.upload" || r.Verb == "Volume.put" }
 
 // apiRoutes is the JSON API, verb by verb, in API.md's order.
 func apiRoutes(h *handlers.Handlers) []APIRoute {
@@ -69,6 +69,10 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"SessionRule.revoke", http.MethodDelete, "/sessions/:session/rules/:rule", h.APISessionRuleRevoke},
 		{"Client.connect", http.MethodPut, "/sessions/:session/clients/:client", h.APIClientConnect},
 		{"ClientCall.next", http.MethodGet, "/sessions/:session/clients/:client/calls", h.APIClientCallNext},
+		{"Volume.list", http.MethodGet, "/sessions/:session/volume", h.APIVolumeList},
+		{"Volume.get", http.MethodGet, "/sessions/:session/volume/*", h.APIVolumeGet},
+		{"Volume.put", http.MethodPut, "/sessions/:session/volume/*", h.APIVolumePut},
+		{"Volume.delete", http.MethodDelete, "/sessions/:session/volume/*", h.APIVolumeDelete},
 		{"Approval.list", http.MethodGet, "/approvals", h.APIApprovalList},
 		{"Approval.approve", http.MethodPost, "/approvals/:approval/approve", h.APIApprovalApprove},
 		{"Approval.deny", http.MethodPost, "/approvals/:approval/deny", h.APIApprovalDeny},
@@ -165,6 +169,9 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.POST("/sessions/:session/end", h.EndSession)
 	con.POST("/sessions/:session/calls/:call/answer", h.AnswerQuestion)
 	con.POST("/sessions/:session/rules/:rule/revoke", h.RevokeSessionRule)
+	con.GET("/sessions/:session/files/*", h.VolumeFile)
+	con.POST("/sessions/:session/files", h.UploadVolumeFile)
+	con.POST("/sessions/:session/files/delete", h.DeleteVolumeFile)
 	con.POST("/approvals/:approval/approve", h.Approve)
 	con.POST("/approvals/:approval/deny", h.Deny)
 	con.GET("/approvals", h.Approvals)

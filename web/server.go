@@ -125,9 +125,11 @@ var uploadPaths = []string{"/api/v1/functions", "/functions", "/api/v1/skills", 
 
 func bodyLimits() echo.MiddlewareFunc {
 	small := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "4M", Skipper: func(c echo.Context) bool {
-		return slices.Contains(uploadPaths, c.Request().URL.Path) || archiveUpload(c)
+		return slices.Contains(uploadPaths, c.Request().URL.Path) || archiveUpload(c) || handlers.VolumeUpload(c.Request())
 	}})
-	large := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "64M", Skipper: archiveUpload})
+	large := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "64M", Skipper: func(c echo.Context) bool {
+		return archiveUpload(c) || handlers.VolumeUpload(c.Request())
+	}})
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		h := large(small(next))
 		return func(c echo.Context) error {

@@ -59,6 +59,8 @@ type Config struct {
 	Notify            runtime.NotifyOptions
 	// Limits bound function instances and what MCP servers may send (limits.go).
 	Limits limitFlags
+	// Volumes bound each session's volume (volumes.go).
+	Volumes volumeFlags
 }
 
 // bindDB registers the flags every database-touching command shares.
@@ -79,7 +81,7 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	c.SandboxTmp = 512 << 20
 	fs.Var(&c.SandboxTmp, "sandbox-tmp", "size of each sandbox's /tmp and of its /dev/shm (tmpfs, in memory, charged to its memory limit)")
 	c.MinFreeDisk = 1 << 30
-	fs.Var(&c.MinFreeDisk, "min-free-disk", "free space the data disk keeps (e.g. 1GiB): under it no sandbox starts and no archive is written or uploaded")
+	fs.Var(&c.MinFreeDisk, "min-free-disk", "free space the data disk keeps (e.g. 1GiB): under it no sandbox starts, no archive is written or uploaded, and no file is written to a volume")
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", 24*time.Hour, "time before a pending approval expires")
 	fs.DurationVar(&c.RevealFor, "reveal-for", handlers.DefaultRevealFor,
 		"how long a secret a console form made (session token, invitation link, API token) waits in memory for the page that shows it once")
@@ -106,6 +108,7 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 		"longest /readyz's database write may take before the server reports not ready")
 	fs.IntVar(&c.LoginThrottle.MaxKeys, "login-throttle-keys", d.MaxKeys, "accounts and addresses the sign-in throttle remembers at once (in memory, per replica)")
 	bindLimits(fs, &c.Limits)
+	bindVolumes(fs, &c.Volumes)
 }
 
 // parseFlags applies environment fallbacks for flags not given on the command line.

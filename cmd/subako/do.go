@@ -129,7 +129,18 @@ func openBody(r web.APIRoute, path, raw string, stdin io.Reader) (io.ReadCloser,
 func buildRequest(base string, r web.APIRoute, in map[string]any, file io.Reader) (*http.Request, error) {
 	var parts []string
 	for _, seg := range strings.Split(r.Path, "/") {
-		if name, ok := strings.CutPrefix(seg, ":"); ok {
+		if seg == "*" { // the rest of the path: a volume file's, as "path"
+			v, ok := in["path"]
+			if !ok {
+				return nil, fmt.Errorf("%s needs %q in its input", r.Verb, "path")
+			}
+			delete(in, "path")
+			var esc []string
+			for _, name := range strings.Split(fmt.Sprint(v), "/") {
+				esc = append(esc, url.PathEscape(name))
+			}
+			seg = strings.Join(esc, "/")
+		} else if name, ok := strings.CutPrefix(seg, ":"); ok {
 			v, ok := in[name]
 			if !ok {
 				return nil, fmt.Errorf("%s needs %q in its input", r.Verb, name)
@@ -157,6 +168,9 @@ func buildRequest(base string, r web.APIRoute, in map[string]any, file io.Reader
 		req.Header.Set("Content-Type", "application/json")
 		if r.RawBody() {
 			req.Header.Set("Content-Type", "application/gzip")
+		}
+		if r.Verb == "Volume.put" {
+			req.Header.Set("Content-Type", "application/octet-stream")
 		}
 		return req, nil
 	}

@@ -86,6 +86,9 @@ func serve(args []string) error {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
 	defer startSandboxes(ctx, &c, rt, log)()
+	if err := startVolumes(ctx, &c, rt); err != nil {
+		return err
+	}
 	rt.Start(ctx, 2*time.Second)
 	rt.StartNotifier(ctx)
 	log.Info("subako serving", "url", c.BaseURL, "dialect", db.Dialect, "data", c.Data)

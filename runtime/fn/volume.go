@@ -110,7 +110,10 @@ func (v *volumeFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.Fil
 	}
 	writes := flag&(experimentalsys.O_WRONLY|experimentalsys.O_RDWR) != 0 || flag&(experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_APPEND) != 0
 	created := false
-	if writes && v.m.Write {
+	if writes && !v.m.Write {
+		return nil, errReadOnly
+	}
+	if writes {
 		if _, errno := v.FS.Lstat(path); errno == experimentalsys.ENOENT && flag&experimentalsys.O_CREAT != 0 {
 			if e := newName(path); e != 0 {
 				return nil, e
@@ -148,7 +151,10 @@ func (v *volumeFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.Fil
 }
 
 func (v *volumeFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
-	if e := newName(path); e != 0 && v.m.Write {
+	if !v.m.Write {
+		return errReadOnly
+	}
+	if e := newName(path); e != 0 {
 		return e
 	}
 	return v.FS.Mkdir(path, perm)
@@ -156,7 +162,7 @@ func (v *volumeFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 
 func (v *volumeFS) Rename(from, to string) experimentalsys.Errno {
 	if !v.m.Write {
-		return experimentalsys.EROFS
+		return errReadOnly
 	}
 	if e := newName(to); e != 0 {
 		return e
@@ -181,6 +187,9 @@ func (v *volumeFS) Rename(from, to string) experimentalsys.Errno {
 }
 
 func (v *volumeFS) Unlink(path string) experimentalsys.Errno {
+	if !v.m.Write {
+		return errReadOnly
+	}
 	errno := v.FS.Unlink(path)
 	if errno == 0 {
 		v.note(path, VolumeDelete)
@@ -256,3 +265,8 @@ func (f *volumeFile) Truncate(size int64) experimentalsys.Errno {
 // errVolumeFull fails a write past the volume's limits. WASI as wazero
 // implements it has no ENOSPC nor EFBIG; EPERM says the write was refused.
 const errVolumeFull = experimentalsys.EPERM
+
+// errReadOnly refuses a change to a volume granted read only. EROFS would
+// say it better, but Go's wasip1 runtime reports it as "not implemented";
+// EACCES reads "permission denied".
+const errReadOnly = experimentalsys.EACCES

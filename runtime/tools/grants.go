@@ -101,13 +101,14 @@ func (v *validator) noPolicy(o obj, detail string) {
 
 func (v *validator) function(path string, n *node, names *[]string) Function {
 	o, ok := v.object(path, n, "a function grant",
-		"name", "package", "version", "origins", "default_policy", "tool_rules")
+		"name", "package", "version", "origins", "default_policy", "tool_rules", "volume")
 	if !ok {
 		return Function{}
 	}
 	g := Function{Name: v.name(o, KindFn, names), Package: v.str(o, "package"), Version: v.str(o, "version")}
 	tools, known := v.functionTools(o, g.Package, g.Version)
 	g.Origins = v.origins(o)
+	g.Volume = v.volumeAccess(o)
 	g.DefaultPolicy = v.defaultPolicy(o)
 	g.ToolRules = v.toolRules(o, func(tool string) string {
 		if !known || slices.ContainsFunc(tools, func(t ToolDef) bool { return t.Name == tool }) {

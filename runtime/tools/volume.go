@@ -1,0 +1,36 @@
+package tools
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Volume access levels of a function grant.
+const (
+	VolumeNone  = "none"
+	VolumeRead  = "read"
+	VolumeWrite = "write"
+)
+
+// volumeAccess reads a function grant's "volume": none (or absent), read or
+// write. "none" is stored as "", so a grant that never names the volume and
+// one that says none read alike.
+func (v *validator) volumeAccess(o obj) string {
+	n, ok := o.fs["volume"]
+	if !ok || n.kind == nullNode {
+		return ""
+	}
+	if n.kind != stringNode {
+		v.add(n.off, wrongType(o.at("volume"), "a string", n))
+		return ""
+	}
+	if !slices.Contains([]string{VolumeNone, VolumeRead, VolumeWrite}, n.str) {
+		v.add(n.off, fieldError(o.at("volume"), "invalid_volume", fmt.Sprintf(
+			"volume must be none, read or write (what the package's calls may do in the session's /volume); found %s", quoteShort(n.str))))
+		return ""
+	}
+	if n.str == VolumeNone {
+		return ""
+	}
+	return n.str
+}
