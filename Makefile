@@ -69,6 +69,7 @@ check:
 # the reference MCP server and axe-core (npm). Installed only when missing.
 MCP_TEST_SERVER := runtime/mcpclient/testdata/server-everything
 AXE := web/testdata/axe
+INSPECTOR := web/testdata/inspector
 deps:
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
@@ -80,6 +81,7 @@ deps:
 	if [ -n "$$missing" ]; then echo "installing$$missing"; apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; fi
 	@test -d $(MCP_TEST_SERVER)/node_modules || { echo "installing the MCP test server (npm ci)"; npm ci --prefix $(MCP_TEST_SERVER) --no-audit --no-fund --loglevel=error; }
 	@test -d $(AXE)/node_modules || { echo "installing axe-core for the browser tests (npm ci)"; npm ci --prefix $(AXE) --no-audit --no-fund --loglevel=error; }
+	@test -d $(INSPECTOR)/node_modules || { echo "installing the MCP Inspector for its strict tools/list check (npm ci)"; npm ci --prefix $(INSPECTOR) --no-audit --no-fund --loglevel=error; }
 
 clean:
 	rm -rf bin build
