@@ -124,7 +124,7 @@ func fillFromConfig(f *pages.GrantForm, cfg tools.Config) bool {
 	case tools.KindMCP:
 		if i := slices.IndexFunc(cfg.MCPServers, func(g tools.MCPServer) bool { return g.Name == f.Current }); i >= 0 {
 			g := cfg.MCPServers[i]
-			f.Name, f.URL, f.Policy = g.Name, g.URL, g.DefaultPolicy
+			f.Name, f.URL, f.Policy, f.NewTools = g.Name, g.URL, g.DefaultPolicy, g.NewTools
 			rules(g.ToolRules)
 			return true
 		}
@@ -178,6 +178,9 @@ func (h *Handlers) fillChoices(c echo.Context, f *pages.GrantForm) {
 				f.Packages = append(f.Packages, pages.Option{Value: fn.Name + "@" + fn.Version, Label: fn.Name + " " + fn.Version})
 			}
 		}
+	}
+	if f.Kind == tools.KindMCP {
+		h.fillFetched(c, f)
 	}
 	for len(f.Rules) < 3 || f.Rules[len(f.Rules)-1].Tool != "" {
 		f.Rules = append(f.Rules, pages.RuleRow{Policy: "ask"})
@@ -263,6 +266,7 @@ func readForm(c echo.Context, f *pages.GrantForm) {
 	f.Policy = c.FormValue("default_policy")
 	f.Package = c.FormValue("package")
 	f.Origins = c.FormValue("origins")
+	f.NewTools = c.FormValue("new_tools")
 	form, _ := c.FormParams()
 	toolsIn, policies, whens := form["rule_tool"], form["rule_policy"], form["rule_when"]
 	f.Rules = nil
@@ -300,6 +304,9 @@ func grantJSON(f pages.GrantForm) json.RawMessage {
 	switch f.Kind {
 	case tools.KindMCP:
 		g = map[string]any{"name": f.Name, "url": f.URL, "default_policy": f.Policy, "tool_rules": ruleJSON}
+		if f.NewTools != "" && f.NewTools != tools.NewToolsDeny {
+			g["new_tools"] = f.NewTools // deny, the default, is left unsaid
+		}
 	case tools.KindSkill:
 		g = map[string]any{"name": f.Name, "skill": f.Skill}
 	case tools.KindSandbox:

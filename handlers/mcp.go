@@ -238,7 +238,7 @@ func (m *MCP) callTool(ctx context.Context, p runtime.Principal, session string,
 	if e, ok := runtime.AsError(err); ok && e.Kind == runtime.KindInvalid {
 		return toolError(e.Error()), nil
 	}
-	if e, ok := runtime.AsError(err); ok && e.Code == runtime.CodeCapacity {
+	if e, ok := runtime.AsError(err); ok && (e.Code == runtime.CodeCapacity || e.Code == runtime.CodeToolChanged) {
 		// A refused call, recorded as such: the model reads why and when to retry.
 		return toolError("refused: " + e.Detail), nil
 	}

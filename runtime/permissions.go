@@ -21,7 +21,7 @@ var AccessLevels = []string{AccessOwner, AccessAdmin, AccessMember, AccessViewer
 // readVerbs are granted to every access level.
 var readVerbs = []string{
 	"Agent.list", "Agent.get",
-	"Version.list", "Version.get", "Version.tools", "Version.diff",
+	"Version.list", "Version.get", "Version.tools", "Version.diff", "Version.drift",
 	"Skill.list", "Skill.get",
 	"Function.list", "Function.get",
 	"Vault.list", "Vault.get", "Credential.list",
@@ -51,7 +51,7 @@ func readOnlyVerbs() []string {
 // memberVerbs build and run agents.
 var memberVerbs = []string{
 	"Agent.create", "Agent.update", "Agent.delete",
-	"Version.create", "Version.update", "Version.publish",
+	"Version.create", "Version.update", "Version.publish", "Version.fetchTools",
 	"Skill.create", "Skill.delete",
 	"Function.install",
 	"Vault.create", "Vault.delete", "Credential.set", "Credential.delete",

@@ -24,6 +24,9 @@ type offered struct {
 	// discoveryFailed: the newest discovery of this MCP tool's server failed,
 	// so a call it answers clears that failure (discoveryAnswered).
 	discoveryFailed bool
+	// pinChanged says how the server changed this pinned tool since the
+	// version was published (toolpins.go); such a call is refused.
+	pinChanged string
 }
 
 // OfferedTool is one tool a session offers, as Session.tools answers.
@@ -135,6 +138,10 @@ func (r *Runtime) buildToolsReport(ctx context.Context, s models.Session, refres
 		return rep, err
 	}
 	cfg := versionView(v).Parsed()
+	pins, err := r.publishedPins(ctx, v)
+	if err != nil {
+		return rep, err
+	}
 	discovered := map[string][]tools.ToolDef{}
 	for _, g := range cfg.MCPServers {
 		listed, ok, why := r.discover(ctx, s.ID, g.URL, refresh)
@@ -151,8 +158,10 @@ func (r *Runtime) buildToolsReport(ctx context.Context, s models.Session, refres
 		o := offered{Tool: t}
 		switch t.Kind {
 		case tools.KindMCP:
-			o.URL = findGrant(cfg.MCPServers, t.Grant, func(g tools.MCPServer) string { return g.Name }).URL
+			g := findGrant(cfg.MCPServers, t.Grant, func(g tools.MCPServer) string { return g.Name })
+			o.URL = g.URL
 			o.discoveryFailed = rep.failed[t.Grant] != ""
+			pinTool(&o, pins, g, v.Number)
 		case tools.KindSkill:
 			o.Skill = findGrant(cfg.Skills, t.Grant, func(g tools.Skill) string { return g.Name }).Skill
 		case tools.KindSandbox:

@@ -166,6 +166,9 @@ func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallIn
 		// Refused for want of room: a 429 the caller can retry, the call recorded.
 		err = capacityRefusal(out)
 	}
+	if err == nil {
+		err = changedRefusal(out)
+	}
 	return out, err
 }
 
@@ -190,6 +193,10 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 	t, found := findTool(rep.all, in.Tool)
 	if !found {
 		return models.ToolCall{}, nil, rep.unknownTool(p, in.Tool)
+	}
+	if t.pinChanged != "" {
+		call, err := r.refuseChanged(ctx, p, s, in, t, a)
+		return call, nil, err
 	}
 	input, err := checkInput(t, in.Input)
 	if err != nil {

@@ -321,6 +321,12 @@ func (r *Runtime) attacherFor(ctx context.Context, sessionID, url string) (credI
 	if err != nil {
 		return "", nil, err
 	}
+	return r.attacherFrom(recs, url)
+}
+
+// attacherFrom is attacherFor over a list of credentials (a session's
+// vaults, or one vault chosen to fetch a server's tools while editing).
+func (r *Runtime) attacherFrom(recs []models.Credential, url string) (credID string, attach func(*http.Request), err error) {
 	creds := make([]vault.Credential, len(recs))
 	for i, c := range recs {
 		creds[i] = vault.Credential{ID: c.ID, Prefix: c.Prefix, Type: c.Type, HeaderName: c.HeaderName, Username: c.Username}

@@ -136,7 +136,11 @@ func (r *Runtime) VersionCreate(ctx context.Context, p Principal, in VersionCrea
 				FromVersionID: in.From, CreatedBy: p.ID, CreatedAt: r.now(), UpdatedAt: r.now()}
 			a.target(in.Agent, v.ID)
 			out = versionView(v)
-			return tx.Create(&v).Error
+			if err := tx.Create(&v).Error; err != nil {
+				return err
+			}
+			// A draft starts with the tools its source fetched or pinned (toolpins.go).
+			return copyPins(tx, in.From, v.ID)
 		})
 	}, in.Agent)
 	return out, err
@@ -213,7 +217,7 @@ func (r *Runtime) updateConfig(ctx context.Context, p Principal, id string, next
 			if err != nil {
 				return err
 			}
-			cfg, err := r.canonical(ctx, raw)
+			cfg, err := r.canonicalIn(ctx, raw, id)
 			if err != nil {
 				return err
 			}
@@ -246,7 +250,11 @@ func (r *Runtime) VersionPublish(ctx context.Context, p Principal, id string) (V
 		if v.State != StateDraft {
 			return errPublished
 		}
-		if _, err := r.canonical(ctx, []byte(v.Config)); err != nil {
+		if _, err := r.canonicalIn(ctx, []byte(v.Config), id); err != nil {
+			return err
+		}
+		// The tools fetched for its servers become the version's pins (toolpins.go).
+		if err := prunePins(r.db.WithContext(ctx), id, versionView(v).Parsed()); err != nil {
 			return err
 		}
 		now := r.now()

@@ -41,6 +41,8 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"Version.publish", http.MethodPost, "/versions/:version/publish", h.APIVersionPublish},
 		{"Version.tools", http.MethodGet, "/versions/:version/tools", h.APIVersionTools},
 		{"Version.diff", http.MethodGet, "/versions/:version/diff", h.APIVersionDiff},
+		{"Version.fetchTools", http.MethodPost, "/versions/:version/tools/fetch", h.APIVersionFetchTools},
+		{"Version.drift", http.MethodGet, "/versions/:version/drift", h.APIVersionDrift},
 		{"Skill.list", http.MethodGet, "/skills", h.APISkillList},
 		{"Skill.create", http.MethodPost, "/skills", h.APISkillCreate},
 		{"Skill.get", http.MethodGet, "/skills/:skill", h.APISkillGet},
@@ -144,6 +146,10 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.GET("/versions/:version/grants/:kind/:name/edit", h.EditGrant)
 	con.POST("/versions/:version/grants/:kind/:name", h.SaveGrant)
 	con.POST("/versions/:version/grants/:kind/:name/remove", h.RemoveGrant)
+	con.POST("/versions/:version/fetch-tools/:kind", h.FetchGrantTools)
+	con.POST("/versions/:version/fetch-tools/:kind/:name", h.FetchGrantTools)
+	con.POST("/versions/:version/tools/fetch", h.FetchVersionTools)
+	con.POST("/versions/:version/draft-with-tools", h.DraftWithTools)
 	con.GET("/skills", h.Skills)
 	con.POST("/skills", h.CreateSkill)
 	con.GET("/skills/:skill", h.Skill)

@@ -61,7 +61,7 @@ func views[G any](gs []G, settings func(G) (string, []setting)) []grantView {
 }
 
 func mcpSettings(g MCPServer) (string, []setting) {
-	s := []setting{{"url", g.URL}, {"default_policy", g.DefaultPolicy}}
+	s := []setting{{"url", g.URL}, {"default_policy", g.DefaultPolicy}, {"new_tools", g.NewTools}}
 	return g.Name, append(s, ruleSettings(g.ToolRules)...)
 }
 

@@ -52,7 +52,7 @@ func (v *validator) name(o obj, kind string, names *[]string) string {
 }
 
 func (v *validator) mcpServer(path string, n *node, names *[]string) MCPServer {
-	o, ok := v.object(path, n, "an MCP server grant", "name", "url", "default_policy", "tool_rules")
+	o, ok := v.object(path, n, "an MCP server grant", "name", "url", "default_policy", "tool_rules", "new_tools")
 	if !ok {
 		return MCPServer{}
 	}
@@ -62,7 +62,8 @@ func (v *validator) mcpServer(path string, n *node, names *[]string) MCPServer {
 		v.add(o.off("url"), checkMCPURL(o.at("url"), g.URL)...)
 	}
 	g.DefaultPolicy = v.defaultPolicy(o)
-	g.ToolRules = v.toolRules(o, anyTool)
+	g.ToolRules = v.toolRules(o, v.mcpToolCheck(g))
+	g.NewTools = v.newTools(o)
 	return g
 }
 
