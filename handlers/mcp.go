@@ -109,6 +109,9 @@ func (m *MCP) Serve(c echo.Context) error {
 	// token already resolved to rather than resolve it twice.
 	req := c.Request()
 	req = req.WithContext(context.WithValue(req.Context(), verifiedKey{}, p))
+	// Its messages find the HTTP request's end (mcp_progress.go).
+	req, gone := markRequest(req)
+	defer gone()
 	m.endpoint(id).handler.ServeHTTP(c.Response(), req)
 	return nil
 }
@@ -227,6 +230,11 @@ func (m *MCP) listTools(ctx context.Context, p runtime.Principal, session string
 // callTool runs ToolCall.create and waits, for as long as the client keeps the
 // request open, for an ask-first call's decision.
 func (m *MCP) callTool(ctx context.Context, p runtime.Principal, session string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// The call lives as long as its request, and reports progress while it
+	// waits when the client asked for it (mcp_progress.go).
+	w := m.watchCall(ctx, req)
+	defer w.stop()
+	ctx = w.ctx
 	wait := 600.0
 	call, err := m.h.RT.ToolCallCreate(ctx, p, runtime.ToolCallInput{Session: session, Tool: req.Params.Name,
 		Input: req.Params.Arguments, WaitSeconds: &wait, Model: callModel(req), ClientInfo: callClient(req)})
@@ -243,13 +251,25 @@ func (m *MCP) callTool(ctx context.Context, p runtime.Principal, session string,
 		return toolError("refused: " + e.Detail), nil
 	}
 	if err != nil {
+		if w.gone() {
+			w.cancelOpen(p, call)
+		}
 		return nil, err
 	}
-	if call.Open() {
+	if call.Open() && !w.gone() {
 		// The client's patience is the request's context: wait until it ends.
-		if call, err = m.h.RT.ToolCallWait(ctx, p, call.ID, 24*time.Hour); err != nil {
+		waited, err := m.h.RT.ToolCallWait(ctx, p, call.ID, 24*time.Hour)
+		if err != nil && !w.gone() {
 			return nil, err
 		}
+		if err == nil {
+			call = waited
+		}
+	}
+	if call.Open() && w.gone() {
+		// Nobody will read the answer: the call ends here, and its approval
+		// leaves the queues rather than run the tool for nobody.
+		call = w.cancelOpen(p, call)
 	}
 	return callResult(call), nil
 }

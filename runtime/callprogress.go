@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/subako/subako/models"
 	"github.com/subako/subako/runtime/mcpclient"
 )
 
@@ -20,13 +21,20 @@ type ProgressSink struct {
 	mu     sync.Mutex
 	closed bool
 	call   string
+	relay  bool // false: only follows its call (NewCallSink)
 }
 
 // progressSinkSize is how many reports a sink holds for a slow reader.
 const progressSinkSize = 64
 
 // NewProgressSink makes a sink; close it when the request ends.
-func NewProgressSink() *ProgressSink { return &ProgressSink{ch: make(chan Progress, progressSinkSize)} }
+func NewProgressSink() *ProgressSink {
+	return &ProgressSink{ch: make(chan Progress, progressSinkSize), relay: true}
+}
+
+// NewCallSink makes a sink that only learns its call's id (Call): for a
+// request that wants no progress, no upstream progress is asked for.
+func NewCallSink() *ProgressSink { return &ProgressSink{ch: make(chan Progress)} }
 
 // C is where the reports arrive.
 func (s *ProgressSink) C() <-chan Progress { return s.ch }
@@ -35,7 +43,7 @@ func (s *ProgressSink) C() <-chan Progress { return s.ch }
 func (s *ProgressSink) send(p Progress) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || !s.relay {
 		return
 	}
 	select {
@@ -87,7 +95,7 @@ func attachProgress(ctx context.Context, callID string) {
 // withUpstreamProgress asks the upstream server for progress when someone
 // waits for this call's; each report goes to the sink that is there then.
 func withUpstreamProgress(ctx context.Context, callID string) context.Context {
-	if _, ok := progressSinks.Load(callID); !ok {
+	if s, ok := progressSinks.Load(callID); !ok || !s.(*ProgressSink).relay {
 		return ctx
 	}
 	return mcpclient.WithProgress(ctx, func(p mcpclient.Progress) {
@@ -95,4 +103,20 @@ func withUpstreamProgress(ctx context.Context, callID string) context.Context {
 			s.(*ProgressSink).send(p)
 		}
 	})
+}
+
+// Call is the id of the call the sink is attached to ("" until ToolCall.create records it).
+func (s *ProgressSink) Call() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.call
+}
+
+// CallStatus is a call's status, for the endpoint that made it and reports
+// its progress: not an Action (it is read every few seconds while a call
+// waits), and the id comes from the endpoint's own sink, never from a client.
+func (r *Runtime) CallStatus(ctx context.Context, id string) (string, error) {
+	var status string
+	err := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ?", id).Pluck("status", &status).Error
+	return status, err
 }

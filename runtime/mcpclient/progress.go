@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,6 +31,9 @@ func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
 // receivers. Tokens are random, so one map serves every pool.
 var progressRoutes sync.Map // string → func(Progress)
 
+// progressLinger is how long a call's token is still routed after it returned.
+const progressLinger = time.Second
+
 // withProgressToken sets a fresh progress token on params when ctx asks for
 // progress; done forgets it once the call has returned.
 func withProgressToken(ctx context.Context, params *mcp.CallToolParams) (done func()) {
@@ -42,7 +46,10 @@ func withProgressToken(ctx context.Context, params *mcp.CallToolParams) (done fu
 	token := "subako-" + hex.EncodeToString(b[:])
 	params.SetProgressToken(token)
 	progressRoutes.Store(token, fn)
-	return func() { progressRoutes.Delete(token) }
+	// The SDK hands a notification to its handler after the answer that
+	// followed it may already have returned: the route outlives the call
+	// a moment, so the server's last report is not lost.
+	return func() { time.AfterFunc(progressLinger, func() { progressRoutes.Delete(token) }) }
 }
 
 // relayProgress hands a server's progress notification to the call that asked
