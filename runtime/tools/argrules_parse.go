@@ -165,7 +165,9 @@ func (v *validator) condition(path, what string, n *node) Condition {
 		return Condition{}
 	}
 	if len(o.fs) == 0 {
-		v.add(n.off, fieldError(path, "invalid_condition", what+" is empty: give equals, one_of, at_most, at_least or glob"))
+		if len(n.fields) == 0 { // unknown operators are reported on their own
+			v.add(n.off, fieldError(path, "invalid_condition", what+" is empty: give equals, one_of, at_most, at_least or glob"))
+		}
 		return Condition{}
 	}
 	var c Condition
