@@ -21,57 +21,51 @@ var ErrNoCapability = errors.New("mcpclient: the server does not offer this")
 
 // ListResources lists the server's resources.
 func (p *Pool) ListResources(ctx context.Context, url, sessionKey string, attach func(*http.Request)) ([]*mcp.Resource, error) {
-	var out []*mcp.Resource
-	err := p.do(ctx, url, sessionKey, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
-		out = nil
-		if !hasResources(cs) {
-			return nil
-		}
-		return listPages(p, "resources/list", &out, func(cursor string) ([]*mcp.Resource, string, error) {
+	return listOf(ctx, p, url, sessionKey, attach, "resources/list", hasResources,
+		func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]*mcp.Resource, string, error) {
 			res, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 			if err != nil {
 				return nil, "", err
 			}
 			return res.Resources, res.NextCursor, nil
 		})
-	})
-	return out, err
 }
 
 // ListResourceTemplates lists the server's resource templates.
 func (p *Pool) ListResourceTemplates(ctx context.Context, url, sessionKey string, attach func(*http.Request)) ([]*mcp.ResourceTemplate, error) {
-	var out []*mcp.ResourceTemplate
-	err := p.do(ctx, url, sessionKey, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
-		out = nil
-		if !hasResources(cs) {
-			return nil
-		}
-		return listPages(p, "resources/templates/list", &out, func(cursor string) ([]*mcp.ResourceTemplate, string, error) {
+	return listOf(ctx, p, url, sessionKey, attach, "resources/templates/list", hasResources,
+		func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]*mcp.ResourceTemplate, string, error) {
 			res, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 			if err != nil {
 				return nil, "", err
 			}
 			return res.ResourceTemplates, res.NextCursor, nil
 		})
-	})
-	return out, err
 }
 
 // ListPrompts lists the server's prompts.
 func (p *Pool) ListPrompts(ctx context.Context, url, sessionKey string, attach func(*http.Request)) ([]*mcp.Prompt, error) {
-	var out []*mcp.Prompt
-	err := p.do(ctx, url, sessionKey, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
-		out = nil
-		if r := cs.InitializeResult(); r == nil || r.Capabilities == nil || r.Capabilities.Prompts == nil {
-			return nil
-		}
-		return listPages(p, "prompts/list", &out, func(cursor string) ([]*mcp.Prompt, string, error) {
+	return listOf(ctx, p, url, sessionKey, attach, "prompts/list", hasPrompts,
+		func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]*mcp.Prompt, string, error) {
 			res, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 			if err != nil {
 				return nil, "", err
 			}
 			return res.Prompts, res.NextCursor, nil
 		})
+}
+
+// listOf lists with page over the cached session, or answers none when the
+// server does not declare the capability.
+func listOf[T any](ctx context.Context, p *Pool, url, sessionKey string, attach func(*http.Request), method string,
+	offers func(*mcp.ClientSession) bool, page func(context.Context, *mcp.ClientSession, string) ([]T, string, error)) ([]T, error) {
+	var out []T
+	err := p.do(ctx, url, sessionKey, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
+		out = nil
+		if !offers(cs) {
+			return nil
+		}
+		return listPages(p, method, &out, func(cursor string) ([]T, string, error) { return page(ctx, cs, cursor) })
 	})
 	return out, err
 }
@@ -95,7 +89,7 @@ func (p *Pool) ReadResource(ctx context.Context, url, sessionKey string, attach 
 func (p *Pool) GetPrompt(ctx context.Context, url, sessionKey string, attach func(*http.Request), name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	var out *mcp.GetPromptResult
 	err := p.do(ctx, url, sessionKey, attach, func(ctx context.Context, cs *mcp.ClientSession) error {
-		if r := cs.InitializeResult(); r == nil || r.Capabilities == nil || r.Capabilities.Prompts == nil {
+		if !hasPrompts(cs) {
 			return ErrNoCapability
 		}
 		var err error
@@ -108,6 +102,11 @@ func (p *Pool) GetPrompt(ctx context.Context, url, sessionKey string, attach fun
 func hasResources(cs *mcp.ClientSession) bool {
 	r := cs.InitializeResult()
 	return r != nil && r.Capabilities != nil && r.Capabilities.Resources != nil
+}
+
+func hasPrompts(cs *mcp.ClientSession) bool {
+	r := cs.InitializeResult()
+	return r != nil && r.Capabilities != nil && r.Capabilities.Prompts != nil
 }
 
 // listPages follows a list's pages into out, within the pool's limits:
