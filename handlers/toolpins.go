@@ -24,7 +24,7 @@ func (h *Handlers) FetchGrantTools(c echo.Context) error {
 	}
 	readForm(c, &f)
 	f.Vault = c.FormValue("vault")
-	got, err := h.RT.VersionFetchTools(ctx(c), principal(c), f.VersionID, runtime.FetchToolsInput{URL: f.URL, Vault: f.Vault, Grant: f.Name})
+	_, err = h.RT.VersionFetchTools(ctx(c), principal(c), f.VersionID, runtime.FetchToolsInput{URL: f.URL, Vault: f.Vault, Grant: f.Name})
 	status := http.StatusOK
 	if e, ok := runtime.AsError(err); ok && e.Kind == runtime.KindInvalid {
 		f.Errors[formField(e.Field)] = e.Detail
@@ -32,10 +32,7 @@ func (h *Handlers) FetchGrantTools(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
-	if err == nil && f.Name == "" {
-		f.Errors["name"] = fmt.Sprintf("Fetched %d tools; name the grant and save it.", len(got.Tools))
-	}
-	h.fillChoices(c, &f) // shows what was fetched (fillFetched)
+	h.fillChoices(c, &f) // shows what was kept for the URL (fillFetched)
 	return render(c, status, pages.GrantFormPage(h.shell(c, f.Title, "agents"), f))
 }
 

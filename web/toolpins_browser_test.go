@@ -13,6 +13,11 @@ import (
 // draft's editor lists the fetched tools and refuses a rule with a typo.
 func TestBrowserPinnedToolsDrift(t *testing.T) {
 	w, ps := pinWorld(t, "")
+	// A session that listed the tools before the server changed.
+	before := w.session(w.vault)
+	if _, ok := listed(t, w.mcpSession(before))["mcp__srv__echo"]; !ok {
+		t.Fatal("echo is not offered")
+	}
 	ps.renameParameter()
 	ps.addTool()
 	ctx := browserCtx(t)
@@ -37,6 +42,11 @@ func TestBrowserPinnedToolsDrift(t *testing.T) {
 	if fresh := text(t, ctx, `[data-testid=drift-srv-fresh]`); !strings.Contains(fresh, "tool added") {
 		t.Fatalf("fresh's row of the diff: %q", fresh)
 	}
+	// What Fetch now saw is what that session goes by from its next call.
+	var prob struct{ Code, Detail string }
+	if st := w.api(before.Token, "POST", "/sessions/"+before.ID+"/tool_calls", map[string]any{"tool": "mcp__srv__echo", "input": map[string]any{"message": "hi"}}, &prob); st != 409 || prob.Code != "tool_changed" {
+		t.Fatalf("echo after Fetch now: %d %+v", st, prob)
+	}
 	run("New draft with these tools",
 		void(chromedp.Evaluate[bool](`window.beforeSubmit = true`)),
 		chromedp.Click(css(`[data-testid=new-draft-with-tools]`)),
@@ -53,9 +63,18 @@ func TestBrowserPinnedToolsDrift(t *testing.T) {
 	if pins := text(t, ctx, `[data-testid=pins-srv]`); !strings.Contains(pins, "3 tools pinned") {
 		t.Fatalf("the draft's tools: %q", pins)
 	}
-	run("the draft's editor lists the fetched tools and refuses a typo",
+	run("the draft's editor fetches the tools again with the vault's credential",
 		chromedp.Navigate(w.srv.URL+"/versions/"+draft+"/grants/mcp/srv/edit"),
 		chromedp.WaitVisible(css(`[data-testid=fetched-tools]`)),
+		chromedp.SetValue(css(`[data-testid=fetch-vault]`), w.vault),
+		void(chromedp.Evaluate[bool](`window.beforeSubmit = true`)),
+		chromedp.Click(css(`[data-testid=fetch-tools-button]`)),
+	)
+	waitNewPage(t, ctx, `!!document.querySelector("[data-testid=fetched-tools]")`)
+	if fetched := text(t, ctx, `[data-testid=fetched-tools]`); !strings.Contains(fetched, "3 tools fetched") || !strings.Contains(fetched, "fresh") {
+		t.Fatalf("Fetch tools in the editor: %q", fetched)
+	}
+	run("a rule with a typo",
 		chromedp.SetValue(css(`[data-testid=rule-tool-1]`), "get_env"),
 		chromedp.SetValue(css(`[data-testid=rule-policy-1]`), "deny"),
 		void(chromedp.Evaluate[bool](`window.beforeSubmit = true`)),
