@@ -326,3 +326,18 @@ func keepPins(tx *gorm.DB, id, url string, ts []PinnedTool, at time.Time) error 
 	}
 	return tx.Create(&models.VersionToolPins{VersionID: id, URL: url, Tools: string(b), FetchedAt: at}).Error
 }
+
+// asPinned is a version's tool as its sessions offer it: the pinned
+// definition, new tools per new_tools, and a changed tool's policy source
+// tool_changed (its calls are refused).
+func asPinned(t tools.Tool, cfg tools.Config, pins map[string][]PinnedTool, version int) tools.Tool {
+	if t.Kind != tools.KindMCP || len(pins) == 0 {
+		return t
+	}
+	o := offered{Tool: t}
+	pinTool(&o, pins, findGrant(cfg.MCPServers, t.Grant, func(g tools.MCPServer) string { return g.Name }), version)
+	if o.pinChanged != "" {
+		o.PolicySource = CodeToolChanged
+	}
+	return o.Tool
+}

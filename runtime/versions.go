@@ -304,7 +304,12 @@ func (r *Runtime) VersionTools(ctx context.Context, p Principal, id string) ([]T
 		}
 		cfg := versionView(v).Parsed()
 		failed := r.discoveryErrors(ctx, cfg)
+		pins, err := r.publishedPins(ctx, v)
+		if err != nil {
+			return err
+		}
 		for _, t := range tools.List(cfg, r.discoveredTools(ctx, cfg), r.catalog(ctx)) {
+			t = asPinned(t, cfg, pins, v.Number) // what its sessions offer (toolpins.go)
 			if !t.Discovered && t.Kind == tools.KindMCP && failed[t.Grant] != "" {
 				// Say why the tools are missing: the last attempt's error names the fix.
 				t.Description = "last discovery failed: " + failed[t.Grant]

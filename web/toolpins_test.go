@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -232,6 +233,20 @@ func TestPinnedToolChangedIsRefused(t *testing.T) {
 	}
 	if a, ok := w.actionFor("verdict=refused", calls[0].ID); !ok || !strings.Contains(a.Reason+" ", "tool_changed") && !strings.Contains(a.Reason, "new_tools") {
 		t.Fatalf("the refusal's Action: %+v %v", a, ok)
+	}
+	// "What the model sees" on the version says the same.
+	var vts []struct {
+		Name         string
+		PolicySource string `json:"policy_source"`
+		Offered      bool
+	}
+	w.api(w.owner, "GET", "/versions/"+w.version+"/tools", nil, &vts)
+	seen := map[string]string{}
+	for _, vt := range vts {
+		seen[vt.Name] = fmt.Sprintf("%s offered=%v", vt.PolicySource, vt.Offered)
+	}
+	if seen["mcp__srv__echo"] != "tool_changed offered=true" || seen["mcp__srv__fresh"] != "new_tools offered=false" {
+		t.Fatalf("Version.tools: %v", seen)
 	}
 	// The version's drift says what changed.
 	var drift []struct {
