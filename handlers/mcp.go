@@ -112,7 +112,8 @@ func (m *MCP) Serve(c echo.Context) error {
 	// Its messages find the HTTP request's end (mcp_progress.go).
 	req, gone := markRequest(req)
 	defer gone()
-	m.endpoint(id).handler.ServeHTTP(c.Response(), req)
+	// Task messages (mcp_tasks.go) are answered here; the rest by the SDK.
+	m.serveHTTP(c.Response(), req, m.endpoint(id), id, p)
 	return nil
 }
 
