@@ -122,7 +122,7 @@ func (h *Handlers) VolumeFile(c echo.Context) error {
 // buffered whole.
 func (h *Handlers) UploadVolumeFile(c echo.Context) error {
 	id := c.Param("session")
-	back := "/sessions/" + id + "#files"
+	back := "/sessions/" + id + "/files"
 	noFile := &runtime.Error{Kind: runtime.KindInvalid, Code: "required", Title: "Invalid input", Field: "file",
 		Detail: "choose a file to upload", Fields: []runtime.FieldError{{Field: "file", Code: "required", Detail: "choose a file to upload"}}}
 	mr, err := c.Request().MultipartReader()
@@ -163,7 +163,7 @@ func (h *Handlers) UploadVolumeFile(c echo.Context) error {
 // DeleteVolumeFile is Volume.delete from the Files tab.
 func (h *Handlers) DeleteVolumeFile(c echo.Context) error {
 	id := c.Param("session")
-	back := "/sessions/" + id + "#files"
+	back := "/sessions/" + id + "/files"
 	p := c.FormValue("path")
 	if err := h.RT.VolumeDelete(ctx(c), principal(c), id, p); err != nil {
 		return h.flashError(c, err, back)

@@ -1,0 +1,102 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/views/pages"
+)
+
+// filesTable reads the session's volume for the Files tab.
+func (h *Handlers) filesTable(c echo.Context, p runtime.Principal, s runtime.SessionView) (pages.FilesTable, error) {
+	l, err := h.RT.VolumeList(ctx(c), p, s.ID, "")
+	if err != nil {
+		return pages.FilesTable{}, err
+	}
+	t := pages.FilesTable{SessionID: s.ID, CanDelete: p.Can("Volume.delete"),
+		Usage: fmt.Sprintf("%d of %d files · %s of %s", l.Count, l.Limits.MaxFiles, humanBytes(float64(l.TotalBytes)),
+			humanBytes(float64(l.Limits.MaxTotalBytes)))}
+	for _, f := range l.Files {
+		t.Rows = append(t.Rows, pages.VolumeFileRow{Path: f.Path, Size: humanBytes(float64(f.Size)), Modified: isoTime(f.ModifiedAt),
+			By: f.ModifiedBy, Preview: PreviewKind(f.Path)})
+	}
+	return t, nil
+}
+
+// SessionFiles is a session's Files tab: its volume, an upload form, a
+// preview of one file (?preview=path), live as functions write.
+func (h *Handlers) SessionFiles(c echo.Context) error {
+	p := principal(c)
+	s, err := h.RT.SessionGet(ctx(c), p, c.Param("session"))
+	if err != nil {
+		return err
+	}
+	t, err := h.filesTable(c, p, s)
+	if err != nil {
+		return err
+	}
+	v := pages.FilesView{SessionID: s.ID, SessionTitle: s.Title, Table: t, Ended: s.State != runtime.SessionActive,
+		CanUpload: p.Can("Volume.put") && s.State == runtime.SessionActive}
+	if want := c.QueryParam("preview"); want != "" {
+		for _, r := range t.Rows {
+			if r.Path == want {
+				v.Preview = &r
+				break
+			}
+		}
+	}
+	seen := liveSeen(ctx(c), map[string]templ.Component{"files": pages.FilesTableView(t)})
+	v.EventsURL = "/sessions/" + url.PathEscape(s.ID) + "/files/events?" + url.Values{"seen": {seen}}.Encode()
+	title := s.Title
+	if title == "" {
+		title = s.ID
+	}
+	return render(c, http.StatusOK, pages.FilesPage(h.shell(c, "Files · "+title, "sessions"), v))
+}
+
+// SessionFilesEvents streams the Files tab's list as server-sent events:
+// on connecting, then whenever the volume changes (an upload, a delete, a
+// function's write). Each update re-reads the person's browser session.
+func (h *Handlers) SessionFilesEvents(c echo.Context) error {
+	s, err := h.RT.SessionGet(ctx(c), principal(c), c.Param("session"))
+	if err != nil {
+		return err
+	}
+	t, err := h.filesTable(c, principal(c), s)
+	if err != nil {
+		return err
+	}
+	sid, _ := c.Get(webSIDKey).(string)
+	events, stop := h.RT.Subscribe()
+	defer stop()
+	hd := c.Response().Header()
+	hd.Set(echo.HeaderContentType, "text/event-stream")
+	hd.Set(echo.HeaderCacheControl, "no-store")
+	c.Response().WriteHeader(http.StatusOK)
+	out := newSSEStream(c.Response(), c.QueryParam("seen"))
+	beat := time.NewTicker(sseHeartbeat)
+	defer beat.Stop()
+	matters := func(ev runtime.Event) bool { return ev.Kind == "volume" && ev.SessionID == s.ID }
+	for {
+		if err := out.send(ctx(c), "files", pages.FilesTableView(t)); err != nil {
+			h.Log.Warn("files events: stream ended", "err", err)
+			return nil
+		}
+		if http.NewResponseController(out.w).Flush() != nil || !out.await(ctx(c), events, beat.C, matters) {
+			return nil
+		}
+		p, err := h.RT.AuthenticateSession(ctx(c), sid)
+		if err == nil {
+			t, err = h.filesTable(c, p, s)
+		}
+		if err != nil {
+			return nil // signed out or removed: the stream ends
+		}
+	}
+}
