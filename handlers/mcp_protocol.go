@@ -48,11 +48,14 @@ func callModel(req *mcp.CallToolRequest) string {
 
 // callClient is the MCP client that made this call, as its initialize's
 // clientInfo said: "name/version", or "" when it said nothing.
-func callClient(req *mcp.CallToolRequest) string {
-	if req.Session == nil {
+func callClient(req *mcp.CallToolRequest) string { return sessionClient(req.Session) }
+
+// sessionClient is the MCP client of an MCP session, as callClient says it.
+func sessionClient(ss *mcp.ServerSession) string {
+	if ss == nil {
 		return ""
 	}
-	ip := req.Session.InitializeParams()
+	ip := ss.InitializeParams()
 	if ip == nil || ip.ClientInfo == nil {
 		return ""
 	}

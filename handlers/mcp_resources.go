@@ -42,12 +42,12 @@ func (m *MCP) serveResources(srv *mcp.Server, session string) {
 				ps, err := rt.SessionPrompts(ctx, p, session)
 				return listAnswer(&mcp.ListPromptsResult{Prompts: ps}, err)
 			case "resources/read":
-				params := req.(*mcp.ReadResourceRequest).Params
-				res, err := rt.SessionResourceRead(ctx, p, session, params.URI)
+				r := req.(*mcp.ReadResourceRequest)
+				res, err := rt.SessionResourceRead(ctx, p, session, r.Params.URI, sessionClient(r.Session))
 				return readAnswer(res, err)
 			default:
-				params := req.(*mcp.GetPromptRequest).Params
-				res, err := rt.SessionPromptGet(ctx, p, session, params.Name, params.Arguments)
+				r := req.(*mcp.GetPromptRequest)
+				res, err := rt.SessionPromptGet(ctx, p, session, r.Params.Name, r.Params.Arguments, sessionClient(r.Session))
 				return readAnswer(res, err)
 			}
 		}

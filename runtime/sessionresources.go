@@ -147,10 +147,12 @@ func (r *Runtime) SessionPrompts(ctx context.Context, p Principal, id string) ([
 }
 
 // SessionResourceRead is Resource.read: one resource of an offering grant,
-// its contents' URIs prefixed as the session lists them.
-func (r *Runtime) SessionResourceRead(ctx context.Context, p Principal, id, uri string) (*mcp.ReadResourceResult, error) {
+// its contents' URIs prefixed as the session lists them. client is the MCP
+// client that asked ("name/version"), recorded on the Action.
+func (r *Runtime) SessionResourceRead(ctx context.Context, p Principal, id, uri, client string) (*mcp.ReadResourceResult, error) {
 	var out *mcp.ReadResourceResult
 	err := r.run(ctx, p, "Resource.read", func(a *act) error {
+		a.client = client
 		grant, own, ok := parseResourceURI(uri)
 		if !ok {
 			return &Error{Kind: KindNotFound, Code: "unknown_resource", Title: "Unknown resource", Field: "uri",
@@ -174,10 +176,12 @@ func (r *Runtime) SessionResourceRead(ctx context.Context, p Principal, id, uri 
 	return out, err
 }
 
-// SessionPromptGet is Prompt.get: one prompt of an offering grant.
-func (r *Runtime) SessionPromptGet(ctx context.Context, p Principal, id, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+// SessionPromptGet is Prompt.get: one prompt of an offering grant; client
+// as for SessionResourceRead.
+func (r *Runtime) SessionPromptGet(ctx context.Context, p Principal, id, name string, args map[string]string, client string) (*mcp.GetPromptResult, error) {
 	var out *mcp.GetPromptResult
 	err := r.run(ctx, p, "Prompt.get", func(a *act) error {
+		a.client = client
 		kind, grant, own, err := tools.ParseFullName(name)
 		if err != nil || kind != tools.KindMCP {
 			return &Error{Kind: KindNotFound, Code: "unknown_prompt", Title: "Unknown prompt", Field: "name",

@@ -276,6 +276,7 @@ func TestMCPResourcesAndPromptsThroughTheSession(t *testing.T) {
 		Verb    string   `json:"verb"`
 		Targets []string `json:"targets"`
 		Verdict string   `json:"verdict"`
+		Client  string   `json:"client_info"`
 	}
 	w.api(w.owner, "GET", "/actions?verb=Resource.read&limit=50", nil, &acts)
 	found, refused := false, 0
@@ -283,12 +284,12 @@ func TestMCPResourcesAndPromptsThroughTheSession(t *testing.T) {
 		if a.Verdict == "refused" {
 			refused++
 		}
-		if a.Verdict == "allowed" && strings.Contains(strings.Join(a.Targets, " "), "mcp+everything:"+first.URI) {
+		if a.Verdict == "allowed" && strings.Contains(strings.Join(a.Targets, " "), "mcp+everything:"+first.URI) && a.Client == "test-agent/1" {
 			found = true
 		}
 	}
 	if !found || refused != 2 {
-		t.Errorf("want an allowed Resource.read Action naming %s and the ask-first and denied grants' reads refused: %+v", first.URI, acts)
+		t.Errorf("want an allowed Resource.read Action naming %s and its client, and the ask-first and denied grants' reads refused: %+v", first.URI, acts)
 	}
 	w.api(w.owner, "GET", "/actions?verb=Prompt.get&limit=50", nil, &acts)
 	if len(acts) < 2 {
