@@ -316,6 +316,25 @@ func TestMCPTasksRawJSONRPC(t *testing.T) {
 		t.Fatalf("tasks/cancel of a completed task: %+v", e)
 	}
 
+	// A denied tool made as a task is refused and recorded as a plain call
+	// is: the task failed with the reason, its result the plain call's.
+	var denied struct{ Task mcpTask }
+	c.call("tools/call", map[string]any{"name": "mcp__everything__get-sum", "arguments": map[string]any{"a": 1, "b": 2}, "task": map[string]any{}}).result(t, &denied)
+	if denied.Task.Status != "failed" || !strings.HasPrefix(denied.Task.StatusMessage, "refused: denied by the version's policy") {
+		t.Fatalf("a denied tool as a task: %+v", denied.Task)
+	}
+	if a, ok := w.actionFor("verb=ToolCall.create&verdict=refused", denied.Task.TaskID); !ok || a.Client != "raw-tasks/1" {
+		t.Fatalf("the denied task's ToolCall.create Action: %v %+v", ok, a)
+	}
+	var deniedRes struct {
+		Content []struct{ Text string }
+		IsError bool `json:"isError"`
+	}
+	c.call("tasks/result", map[string]any{"taskId": denied.Task.TaskID}).result(t, &deniedRes)
+	if !deniedRes.IsError || len(deniedRes.Content) != 1 || !strings.HasPrefix(deniedRes.Content[0].Text, "refused: denied by the version's policy") {
+		t.Fatalf("tasks/result of the denied task: %+v", deniedRes)
+	}
+
 	// Bad input makes no call: -32602 naming the field; an unknown tool names the tool.
 	if e := c.call("tools/call", map[string]any{"name": "mcp__loud__echo", "arguments": map[string]any{"message": 7}, "task": map[string]any{}}).rpcError(t); e.Code != -32602 || !strings.Contains(e.Message, "input.message") {
 		t.Fatalf("a task with bad input: %+v", e)
@@ -326,7 +345,7 @@ func TestMCPTasksRawJSONRPC(t *testing.T) {
 	if e := c.call("tools/call", map[string]any{"name": "mcp__loud__echo", "arguments": map[string]any{"message": "x"}, "task": 5}).rpcError(t); e.Code != -32602 || !strings.Contains(e.Message, "params.task") {
 		t.Fatalf("a task that is not an object: %+v", e)
 	}
-	if n := len(w.callsOf(s)); n != 2 {
+	if n := len(w.callsOf(s)); n != 3 {
 		t.Fatalf("refused task requests made calls: %d calls", n)
 	}
 	// A plain call still works beside the tasks.
