@@ -36,6 +36,30 @@ type FetchedTools struct {
 // maxFetchURL bounds the URL Version.fetchTools takes.
 const maxFetchURL = 2048
 
+// maxFetchedURLs bounds the servers a draft keeps fetched lists for.
+const maxFetchedURLs = 64
+
+// boundFetched makes room for one more fetched list on draft v: lists of
+// URLs its config no longer grants go first; past the limit it refuses.
+func boundFetched(tx *gorm.DB, v models.Version, url string) error {
+	count := func() int64 {
+		var n int64
+		tx.Model(&models.VersionToolPins{}).Where("version_id = ? AND url <> ?", v.ID, url).Count(&n)
+		return n
+	}
+	if count() < maxFetchedURLs {
+		return nil
+	}
+	if err := prunePins(tx, v.ID, versionView(v).Parsed()); err != nil {
+		return err
+	}
+	if count() >= maxFetchedURLs {
+		return invalid("url", "too_many_fetched", fmt.Sprintf(
+			"a draft keeps the fetched tools of at most %d MCP server URLs, and this one holds %d; remove grants, or save the grant first", maxFetchedURLs, maxFetchedURLs))
+	}
+	return nil
+}
+
 // VersionFetchTools is Version.fetchTools: list an MCP server's tools now,
 // with a chosen vault's credential for its URL or none. On a draft the list
 // is kept for the URL: tool rules are checked against it and publishing pins
@@ -95,6 +119,9 @@ func (r *Runtime) VersionFetchTools(ctx context.Context, p Principal, id string,
 		}
 		out.Kept = true
 		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := boundFetched(tx, v, in.URL); err != nil {
+				return err
+			}
 			return keepPins(tx, id, in.URL, out.Tools, out.FetchedAt)
 		})
 	}, id)
