@@ -32,13 +32,25 @@ func mcpTool(t runtime.OfferedTool) *mcp.Tool {
 	return out
 }
 
+// maxRecordWords is the most of a call's output recorded (runtime's maxOutputBytes).
+const maxRecordWords = "1 MiB"
+
 // mcpServerResult is an MCP server's recorded answer (runtime's mcpRecord)
 // as the server sent it: its content list whole, structuredContent, isError
 // and _meta. ok is false when the record is not one (an output clipped
 // past the log's limit is a string).
 func mcpServerResult(call runtime.ToolCallView) (*mcp.CallToolResult, bool) {
-	if call.Kind != tools.KindMCP || call.OutputTruncated || len(call.Output) == 0 {
+	if call.Kind != tools.KindMCP || len(call.Output) == 0 {
 		return nil, false
+	}
+	if call.OutputTruncated {
+		if call.Status != runtime.CallSucceeded {
+			return nil, false
+		}
+		// Not the server's answer any more: say so rather than pass on a
+		// cut record as if it were the result (it would not match the
+		// tool's outputSchema either).
+		return toolError("the server's answer was cut to the " + maxRecordWords + " a call's record keeps; ToolCall.get " + call.ID + " has what was kept"), true
 	}
 	var rec struct {
 		Content    json.RawMessage `json:"content"`
