@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/fn"
 	"github.com/subako/subako/views/pages"
 )
 
@@ -99,4 +101,19 @@ func (h *Handlers) SessionFilesEvents(c echo.Context) error {
 			return nil // signed out or removed: the stream ends
 		}
 	}
+}
+
+// volumeSummary says what a call did in the volume, for its row in the
+// call log: "read in/data.csv · wrote out/summary.txt".
+func volumeSummary(accesses []fn.VolumeAccess) string {
+	verbs := map[string]string{fn.VolumeRead: "read", fn.VolumeWrite: "wrote", fn.VolumeDelete: "deleted"}
+	var parts []string
+	for i, a := range accesses {
+		if i == 20 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(accesses)-i))
+			break
+		}
+		parts = append(parts, verbs[a.Op]+" "+a.Path)
+	}
+	return strings.Join(parts, " · ")
 }

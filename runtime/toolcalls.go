@@ -506,6 +506,7 @@ func (r *Runtime) ToolCallList(ctx context.Context, p Principal, session string)
 		for _, c := range cs {
 			out = append(out, callView(c))
 		}
+		r.fillCallVolumes(ctx, session, out)
 		return nil
 	}, session)
 	return out, err

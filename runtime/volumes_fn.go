@@ -118,3 +118,22 @@ func (r *Runtime) callVolume(ctx context.Context, callID string) []fn.VolumeAcce
 	_ = json.Unmarshal([]byte(rec.Access), &out)
 	return out
 }
+
+// fillCallVolumes adds to a session's calls what each read and wrote in the
+// volume, in one query.
+func (r *Runtime) fillCallVolumes(ctx context.Context, session string, calls []ToolCallView) {
+	var recs []models.ToolCallVolume
+	if r.db.WithContext(ctx).Where("session_id = ?", session).Find(&recs).Error != nil || len(recs) == 0 {
+		return
+	}
+	by := map[string][]fn.VolumeAccess{}
+	for _, rec := range recs {
+		var a []fn.VolumeAccess
+		if json.Unmarshal([]byte(rec.Access), &a) == nil {
+			by[rec.ToolCallID] = a
+		}
+	}
+	for i := range calls {
+		calls[i].Volume = by[calls[i].ID]
+	}
+}

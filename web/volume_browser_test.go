@@ -109,4 +109,11 @@ func TestBrowserFilesTab(t *testing.T) {
 		t.Fatalf("chart.png after the console deleted it: %d", st)
 	}
 	screenshot(ctx, t, "files-after-delete")
+	run("the session's call log says what the call wrote",
+		chromedp.Navigate(w.srv.URL+"/sessions/"+w.s.ID),
+		chromedp.WaitVisible(css(`[data-testid=call-files]`)),
+	)
+	if files := text(t, ctx, `[data-testid=call-files]`); !strings.Contains(files, "wrote out/summary.txt") {
+		t.Fatalf("the call log's volume line reads %q", files)
+	}
 }
