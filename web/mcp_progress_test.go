@@ -6,8 +6,11 @@ package web_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -325,3 +328,53 @@ func TestToolCallCancelAPI(t *testing.T) {
 }
 
 func hasOutput(o json.RawMessage) bool { return len(o) > 0 && string(o) != "null" }
+
+// A client that goes away (its HTTP request closes, no notifications/cancelled)
+// ends its call too, on an older protocol revision where the SDK keeps the
+// handler running after the request closed.
+func TestMCPClosedRequestCancelsTheCall(t *testing.T) {
+	w := newWorld(t, progressConfig)
+	s := w.session(w.vault)
+	endpoint := w.srv.URL + "/mcp/sessions/" + s.ID
+	post := func(ctx context.Context, sid, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+s.Token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("POST %s: %v", body, err)
+		}
+		return resp
+	}
+	resp := post(t.Context(), "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if sid == "" {
+		t.Fatalf("initialize: %d, no session id", resp.StatusCode)
+	}
+	resp = post(t.Context(), sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+
+	ctx, hangUp := context.WithCancel(t.Context())
+	resp = post(ctx, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"`+getEnv+`","arguments":{},"_meta":{"progressToken":"p1"}}}`)
+	line, err := bufio.NewReader(resp.Body).ReadString('}')
+	if err != nil || !strings.Contains(line, `"notifications/progress"`) || !strings.Contains(line, `"p1"`) {
+		t.Fatalf("the first event: %q %v", line, err)
+	}
+	ap := w.pending(w.owner, "session="+s.ID, 1)[0]
+	hangUp()
+	resp.Body.Close()
+	w.pending(w.owner, "session="+s.ID, 0)
+	var c call
+	w.api(w.owner, "GET", "/tool_calls/"+ap.Call, nil, &c)
+	if c.Status != "refused" || !strings.HasPrefix(c.Reason, "cancelled by the caller") || c.Approval == nil || c.Approval.State != "cancelled" {
+		t.Fatalf("the call of a client that went away: %+v", c)
+	}
+}
