@@ -323,3 +323,43 @@ func excerpt(page, near string) string {
 	}
 	return page[max(0, i-300):min(len(page), i+500)]
 }
+
+// A draft keeps the fetched lists of at most 64 server URLs: the 65th is
+// refused by name, and removing grants from the config makes room.
+func TestFetchedListsBounded(t *testing.T) {
+	w, ps, _ := pinDraft(t)
+	fetch := func(i int) (int, string) {
+		var prob struct{ Code string }
+		st := w.api(w.owner, "POST", "/versions/"+w.version+"/tools/fetch", map[string]any{"url": fmt.Sprintf("%s?n=%d", ps.url, i), "vault": w.vault}, &prob)
+		return st, prob.Code
+	}
+	grants := func(n int) string {
+		var gs []string
+		for i := range n {
+			gs = append(gs, fmt.Sprintf(`{"name":"s%d","url":"%s?n=%d","default_policy":"allow"}`, i, ps.url, i))
+		}
+		return `{"mcp_servers":[` + strings.Join(gs, ",") + `]}`
+	}
+	for i := range 64 {
+		if st, code := fetch(i); st != 200 {
+			t.Fatalf("fetch %d: %d %s", i, st, code)
+		}
+	}
+	if st, body := w.rawAPI(w.owner, "PUT", "/versions/"+w.version+"/config", grants(64)); st != 200 {
+		t.Fatalf("Version.update: %d %s", st, body)
+	}
+	if st, code := fetch(64); st != 422 || code != "too_many_fetched" {
+		t.Fatalf("65th fetch with 64 granted: %d %s", st, code)
+	}
+	// With one grant left, the others' lists make room.
+	if st, body := w.rawAPI(w.owner, "PUT", "/versions/"+w.version+"/config", grants(1)); st != 200 {
+		t.Fatalf("Version.update: %d %s", st, body)
+	}
+	if st, code := fetch(64); st != 200 {
+		t.Fatalf("65th fetch after room was made: %d %s", st, code)
+	}
+	var drift []struct{ Grant string }
+	if w.api(w.owner, "GET", "/versions/"+w.version+"/drift", nil, &drift); len(drift) != 1 || drift[0].Grant != "s0" {
+		t.Fatalf("the granted URL's list: %+v", drift)
+	}
+}
