@@ -166,8 +166,18 @@ func TestToolRuleTypoRefusedAgainstFetchedTools(t *testing.T) {
 		!strings.Contains(string(body), `did you mean \"get-env\"`) || !strings.Contains(string(body), "unknown_tool") {
 		t.Fatalf("typo rule through the API: %d %s", st, body)
 	}
+	// A new grant's form fetches with the URL typed so far and the vault chosen.
+	res, page := b.do("POST", "/versions/"+draft.ID+"/fetch-tools/mcp", formValues(map[string][]string{
+		"name": {""}, "url": {ps.url}, "vault": {w.vault}, "default_policy": {"allow"}}), nil)
+	if res.StatusCode != 200 || !strings.Contains(page, `data-testid="fetched-tools"`) || !strings.Contains(page, "2 tools fetched") || strings.Contains(page, pinSecret) {
+		t.Fatalf("Fetch tools on a new grant's form: %d %s", res.StatusCode, excerpt(page, "fetched"))
+	}
+	res, page = b.do("POST", "/versions/"+draft.ID+"/fetch-tools/mcp", formValues(map[string][]string{"url": {ps.url}}), nil)
+	if res.StatusCode != 422 || !strings.Contains(page, "could not list its tools") {
+		t.Fatalf("Fetch tools without a credential: %d %s", res.StatusCode, excerpt(page, "url-error"))
+	}
 	// The editor's form says the same under the tool rules.
-	res, page := b.do("POST", "/versions/"+draft.ID+"/grants/mcp", formValues(map[string][]string{
+	res, page = b.do("POST", "/versions/"+draft.ID+"/grants/mcp", formValues(map[string][]string{
 		"name": {"srv"}, "url": {ps.url}, "default_policy": {"allow"}, "rule_tool": {"get_env"}, "rule_policy": {"deny"}}), nil)
 	if res.StatusCode != 422 || !strings.Contains(page, "has no tool &#34;get_env&#34;") || !strings.Contains(page, "did you mean &#34;get-env&#34;?") {
 		t.Fatalf("typo rule in the editor: %d %s", res.StatusCode, excerpt(page, "get_env"))
