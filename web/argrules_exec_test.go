@@ -21,14 +21,7 @@ const argRulesSandboxConfig = `{
 func TestArgRulesSandboxExec(t *testing.T) {
 	w := newSandboxWorld(t, argRulesSandboxConfig, local.Config{})
 	s := w.session()
-	get := func(id string) ruledCall {
-		t.Helper()
-		var c ruledCall
-		if st := w.api(w.owner, "GET", "/tool_calls/"+id, nil, &c); st != 200 {
-			t.Fatalf("ToolCall.get: %d", st)
-		}
-		return c
-	}
+	get := func(id string) ruledCall { return ruledCallOf(w.world, id) }
 	if out := w.exec(s, "echo allowed by a pattern"); out.Stdout != "allowed by a pattern\n" {
 		t.Fatalf("echo: %+v", out)
 	}

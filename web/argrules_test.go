@@ -27,6 +27,16 @@ type ruledCall struct {
 	PolicyRule string `json:"policy_rule"`
 }
 
+// ruledCallOf is ToolCall.get with the rule that decided.
+func ruledCallOf(w *world, id string) ruledCall {
+	w.t.Helper()
+	var c ruledCall
+	if st := w.api(w.owner, "GET", "/tool_calls/"+id, nil, &c); st != 200 {
+		w.t.Fatalf("ToolCall.get: %d", st)
+	}
+	return c
+}
+
 // actionRule is the policy_rule of the Action.list entry naming the call.
 func actionRule(w *world, query, callID string) string {
 	w.t.Helper()
@@ -54,14 +64,7 @@ func actionRule(w *world, query, callID string) string {
 func TestArgRulesThroughTheAPI(t *testing.T) {
 	w := newWorld(t, argRulesConfig)
 	s := w.session(w.vault)
-	get := func(id string) ruledCall {
-		t.Helper()
-		var c ruledCall
-		if st := w.api(w.owner, "GET", "/tool_calls/"+id, nil, &c); st != 200 {
-			t.Fatalf("ToolCall.get: %d", st)
-		}
-		return c
-	}
+	get := func(id string) ruledCall { return ruledCallOf(w, id) }
 
 	// Allowed by rule 1 through the JSON API.
 	_, c := w.call(s.Token, s.ID, "mcp__everything__echo", map[string]any{"message": "hello world"}, 20)

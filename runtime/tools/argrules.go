@@ -45,7 +45,19 @@ func (r ToolRule) MarshalJSON() ([]byte, error) {
 		return json.Marshal(r.Policy)
 	}
 	type plain ToolRule
-	return json.Marshal(plain(r))
+	return marshalText(plain(r))
+}
+
+// marshalText is json.Marshal keeping < > & as typed: a pattern such as
+// "make > log" reads in an exported config as it was written.
+func marshalText(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // UnmarshalJSON reads either form; Parse is the strict reader, this one lets
@@ -86,7 +98,7 @@ type Condition struct {
 type Scalar struct{ V any }
 
 // MarshalJSON writes the value itself.
-func (s Scalar) MarshalJSON() ([]byte, error) { return json.Marshal(s.V) }
+func (s Scalar) MarshalJSON() ([]byte, error) { return marshalText(s.V) }
 
 // UnmarshalJSON reads a scalar; objects and arrays are refused.
 func (s *Scalar) UnmarshalJSON(b []byte) error {
@@ -209,7 +221,7 @@ func describeCondition(field string, c Condition) string {
 }
 
 func scalarText(s Scalar) string {
-	b, _ := json.Marshal(s.V)
+	b, _ := marshalText(s.V)
 	return string(b)
 }
 
@@ -412,6 +424,6 @@ func (r ToolRule) Text() string {
 	if len(r.Rules) == 0 {
 		return r.Policy
 	}
-	b, _ := json.Marshal(r)
+	b, _ := marshalText(r)
 	return string(b)
 }

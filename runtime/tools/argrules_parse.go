@@ -62,6 +62,10 @@ func (v *validator) ruleObject(field, tool string, n *node, commands bool) ToolR
 	for i, item := range items {
 		r.Rules = append(r.Rules, v.argRule(indexPath(o.at("rules"), i), tool, i+1, item, commands))
 	}
+	if len(items) == 0 && o.fs["policy"] == nil {
+		v.add(rn.off, fieldError(o.at("rules"), "policy_required", fmt.Sprintf(
+			"the tool rule for %s has no rules and no policy: give a policy, rules, or both", quoteShort(tool))))
+	}
 	return r
 }
 

@@ -212,6 +212,7 @@ func TestArgRulesValidation(t *testing.T) {
 		{"value too long", fn(`{"rules": [{"policy": "allow", "input": {"n": {"equals": "` + strings.Repeat("v", MaxValueLength+1) + `"}}}]}`), "functions[0].tool_rules.get_issue.rules[0].input.n.equals", "value_too_long", "at most 256 characters; this one has 257"},
 		{"glob too long", fn(`{"rules": [{"policy": "allow", "input": {"n": {"glob": "` + strings.Repeat("v", MaxPatternLength+1) + `"}}}]}`), "functions[0].tool_rules.get_issue.rules[0].input.n.glob", "pattern_too_long", ""},
 		{"empty condition", fn(`{"rules": [{"policy": "allow", "input": {"n": {}}}]}`), "functions[0].tool_rules.get_issue.rules[0].input.n", "invalid_condition", "is empty"},
+		{"no rules and no policy", sb(`{"rules": []}`), "sandboxes[0].tool_rules.exec.rules", "policy_required", "has no rules and no policy"},
 		{"rules not a list", fn(`{"rules": {"policy": "allow"}}`), "functions[0].tool_rules.get_issue.rules", "invalid_type", "must be an array"},
 	}
 	for _, tt := range tests {
@@ -251,6 +252,16 @@ func TestArgRulesRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(again, cfg) {
 		t.Errorf("round trip differs:\n%s", out)
+	}
+	// Shell characters read in an export as written, not as \u003e.
+	redirect, err := Parse([]byte(`{"sandboxes": [{"name": "b", "environment": {"type": "platform", "release": "2026"},
+		"network": {"type": "none"}, "default_policy": "ask",
+		"tool_rules": {"exec": {"rules": [{"policy": "allow", "command": "make > log & wait", "operators": true}]}}}]}`), cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := Export(redirect); !strings.Contains(string(out), `"command": "make > log & wait"`) {
+		t.Errorf("export escapes the pattern:\n%s", out)
 	}
 	if len(Diff(cfg, again)) != 0 {
 		t.Errorf("Diff after round trip = %+v", Diff(cfg, again))
