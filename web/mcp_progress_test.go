@@ -228,8 +228,19 @@ func TestBrowserMCPCancelledCallLeavesTheQueue(t *testing.T) {
 		void(chromedp.Evaluate[bool](`window.notReloaded = true`)),
 	)
 
+	// The session's page, in a second tab, shows its pending approvals too.
+	sessionTab, closeTab := chromedp.NewContext(ctx)
+	defer closeTab()
+	const sessionPending = `document.querySelectorAll("[data-testid=pending-approval]").length`
+	steps(t, sessionTab, "open the session's page",
+		chromedp.Navigate(w.srv.URL+"/sessions/"+s.ID),
+		chromedp.WaitVisible(css(`body`)),
+		void(chromedp.Evaluate[bool](`window.notReloaded = true`)),
+	)
+
 	lines := tsProgressClient(t, w.srv.URL+"/mcp/sessions/"+s.ID, s.Token, "cancel", getEnv, map[string]any{})
 	steps(t, ctx, "the call appears live", watchDOM(queueItems+` === 1`, 20*time.Second))
+	steps(t, sessionTab, "and on the session's page", watchDOM(sessionPending+` === 1`, 20*time.Second))
 	ap := w.pending(w.owner, "session="+s.ID, 1)[0]
 	_, seen := until(t, lines, "cancelled", 30*time.Second)
 	if len(seen) < 3 || seen[1].Type != "progress" || seen[2].Type != "error" {
@@ -237,6 +248,8 @@ func TestBrowserMCPCancelledCallLeavesTheQueue(t *testing.T) {
 	}
 	steps(t, ctx, "the cancelled call leaves the page without a reload",
 		watchDOM(queueItems+` === 0 && window.notReloaded === true`, 10*time.Second))
+	steps(t, sessionTab, "and the session's page",
+		watchDOM(sessionPending+` === 0 && window.notReloaded === true`, 10*time.Second))
 
 	st, body := w.rawAPI(w.owner, "POST", "/approvals/"+ap.ID+"/approve", "{}")
 	if st != 409 || !strings.Contains(string(body), "call_cancelled") {
