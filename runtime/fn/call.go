@@ -46,26 +46,18 @@ type CallResult struct {
 // Call runs one tool of p in a fresh instance: fresh memory, no files, no
 // environment, stdin {"tool", "input"}, stdout the JSON result.
 func (e *Engine) Call(ctx context.Context, p *Package, req CallRequest) (CallResult, error) {
-	stdin, err := e.stdin(p, &req)
+	if p.bundle != nil {
+		return e.callNative(ctx, p, req)
+	}
+	c, err := e.setUpCall(ctx, p, &req)
 	if err != nil {
 		return CallResult{}, err
 	}
-	origins, err := parseOrigins(req.Origins)
-	if err != nil {
-		return CallResult{}, err
-	}
-	timeout := clamp(req.Timeout, effectiveTimeout(p.Manifest.Limits, e.caps), e.caps.MaxTimeout)
-	memMB := clamp(req.MemoryLimitMB, effectiveMemoryMB(p.Manifest.Limits, e.caps), e.caps.MaxMemoryMB)
+	defer c.release()
+	stdin, timeout, memMB := c.stdin, c.timeout, c.memMB
 	stdout := &cappedBuffer{limit: e.caps.MaxOutputBytes}
 	stderr := &cappedBuffer{limit: e.caps.MaxStderrBytes}
-	f := &fetcher{origins: origins, credentials: req.Credentials, transport: e.transport, caps: e.caps}
-	// Room is taken after the input checks, so a bad call never waits, and
-	// before the clock starts: time in line is not billed.
-	release, err := e.gate.acquire(ctx, memMB)
-	if err != nil {
-		return CallResult{}, err
-	}
-	defer release()
+	f := &fetcher{origins: c.origins, credentials: req.Credentials, transport: e.transport, caps: e.caps}
 	mem := newLimitedMemory(uint64(memMB)<<20, e.onFree)
 
 	start := time.Now() // before the deadline is set, so Duration covers it
@@ -99,6 +91,36 @@ func (e *Engine) Call(ctx context.Context, p *Package, req CallRequest) (CallRes
 	}
 	res.Output = bytes.TrimSpace(stdout.Bytes())
 	return res, nil
+}
+
+// callSetUp is what both engines check and take before a call runs.
+type callSetUp struct {
+	stdin   []byte
+	origins map[string]bool
+	timeout time.Duration
+	memMB   int
+	release func()
+}
+
+// setUpCall checks the call and takes its room. Room is taken after the
+// input checks, so a bad call never waits, and before the clock starts:
+// time in line is not billed.
+func (e *Engine) setUpCall(ctx context.Context, p *Package, req *CallRequest) (callSetUp, error) {
+	stdin, err := e.stdin(p, req)
+	if err != nil {
+		return callSetUp{}, err
+	}
+	origins, err := parseOrigins(req.Origins)
+	if err != nil {
+		return callSetUp{}, err
+	}
+	timeout := clamp(req.Timeout, effectiveTimeout(p.Manifest.Limits, e.caps), e.caps.MaxTimeout)
+	memMB := clamp(req.MemoryLimitMB, effectiveMemoryMB(p.Manifest.Limits, e.caps), e.caps.MaxMemoryMB)
+	release, err := e.gate.acquire(ctx, memMB)
+	if err != nil {
+		return callSetUp{}, err
+	}
+	return callSetUp{stdin: stdin, origins: origins, timeout: timeout, memMB: memMB, release: release}, nil
 }
 
 // stdin checks the tool and input and encodes what the guest reads.

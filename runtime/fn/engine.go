@@ -30,6 +30,8 @@ type Engine struct {
 	mu       sync.RWMutex
 	packages map[string]*Package // by name@version
 
+	native NativeConfig // how native packages are sandboxed (native.go)
+
 	// onFree, when set (by tests), sees each instance's memory as it is closed.
 	onFree func([]byte)
 }
@@ -43,6 +45,15 @@ type Package struct {
 
 	compiled wazero.CompiledModule
 	schemas  map[string]*jsonschema.Resolved
+	bundle   *NativeBundle // a native package's command and files; nil for WebAssembly
+}
+
+// Engine names what runs the package: EngineWasm or EngineNative.
+func (p *Package) Engine() string {
+	if p.bundle != nil {
+		return EngineNative
+	}
+	return EngineWasm
 }
 
 // Key is name@version, the package's identity.
@@ -111,7 +122,7 @@ func (e *Engine) Install(ctx context.Context, wasm []byte, m Manifest) (*Package
 	if _, ok := e.Get(m.Name, m.Version); ok {
 		return nil, &DuplicateVersionError{Name: m.Name, Version: m.Version}
 	}
-	p, err := e.compile(ctx, wasm, m, true)
+	p, err := e.build(ctx, wasm, m, true)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +139,7 @@ func (e *Engine) Load(ctx context.Context, wasm []byte, m Manifest) (*Package, e
 		}
 		return nil, &DuplicateVersionError{Name: m.Name, Version: m.Version}
 	}
-	p, err := e.compile(ctx, wasm, m, false)
+	p, err := e.build(ctx, wasm, m, false)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +151,9 @@ func (e *Engine) register(ctx context.Context, p *Package, sameOK bool) error {
 	defer e.mu.Unlock()
 	if old, ok := e.packages[p.Key()]; ok {
 		// Lost a race with another Install or Load of the same version.
-		_ = p.compiled.Close(ctx)
+		if p.compiled != nil {
+			_ = p.compiled.Close(ctx)
+		}
 		if sameOK && old.SHA256 == p.SHA256 {
 			*p = *old
 			return nil
@@ -180,10 +193,22 @@ func (e *Engine) Unload(ctx context.Context, name, version string) error {
 	if !ok {
 		return fmt.Errorf("fn: unload %s: not loaded", key(name, version))
 	}
+	if p.compiled == nil {
+		return nil // a native package holds no compiled code
+	}
 	if err := p.compiled.Close(ctx); err != nil {
 		return fmt.Errorf("fn: unload %s: %w", p.Key(), err)
 	}
 	return nil
+}
+
+// build compiles a WebAssembly package, or reads a native package's bundle
+// (its "module") when its manifest names the native engine.
+func (e *Engine) build(ctx context.Context, module []byte, m Manifest, trial bool) (*Package, error) {
+	if m.Engine == EngineNative {
+		return e.loadNative(module, m)
+	}
+	return e.compile(ctx, module, m, trial)
 }
 
 func digest(b []byte) string {

@@ -20,8 +20,11 @@ type Manifest struct {
 	Name        string `json:"name"`
 	Version     string `json:"version"`
 	Description string `json:"description,omitempty"`
-	Tools       []Tool `json:"tools"`
-	Limits      Limits `json:"limits"`
+	// Engine is "wasm" (the default when absent) or "native": a command in
+	// a fresh bubblewrap sandbox per call (native.go).
+	Engine string `json:"engine,omitempty"`
+	Tools  []Tool `json:"tools"`
+	Limits Limits `json:"limits"`
 }
 
 // Tool is one tool a package offers; it reaches the model as
@@ -92,6 +95,9 @@ func (m Manifest) Check(caps Caps) error {
 	}
 	if len(m.Description) > maxDescriptionLen {
 		return fieldErr("description", "is %d characters; the limit is %d", len(m.Description), maxDescriptionLen)
+	}
+	if m.Engine != "" && m.Engine != EngineWasm && m.Engine != EngineNative {
+		return fieldErr("engine", "must be %q (the default) or %q", EngineWasm, EngineNative)
 	}
 	if err := checkTools(m.Tools); err != nil {
 		return err

@@ -17,6 +17,8 @@ out=$(cd "$1" && pwd)
 for dir in "$here"/*/; do
 	name=$(basename "$dir")
 	[ -f "$dir/manifest.json" ] || continue
+	# A native package (python) is embedded by Go from its folder: nothing to build.
+	grep -q '"engine": *"native"' "$dir/manifest.json" && continue
 	# -s -w drop symbol and DWARF tables: a smaller module compiles faster in
 	# wazero; panics still print function names from the Go pclntab.
 	(cd "$dir" && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out/$name.wasm" .)

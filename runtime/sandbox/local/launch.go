@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -39,32 +38,12 @@ func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, s
 	if err != nil {
 		return nil, err
 	}
-	infoR, infoW, err := os.Pipe()
+	infoR, blockW, argsFD, err := blockedArgs(fds, args)
 	if err != nil {
 		return nil, err
 	}
 	defer infoR.Close()
-	blockR, blockW, err := os.Pipe()
-	if err != nil {
-		infoW.Close()
-		return nil, err
-	}
 	defer blockW.Close()
-	args = append(args, "--info-fd", fds.add(infoW), "--block-fd", fds.add(blockR))
-	// The options reach bwrap through a file, not its command line: bwrap is
-	// the sandbox's PID 1, and /proc/1/cmdline would show every command in
-	// the sandbox the host's mounts and /etc/alternatives links.
-	var opts strings.Builder
-	for _, a := range args {
-		opts.WriteString(a)
-		opts.WriteByte(0)
-	}
-	argsFD, err := fds.blob("bwrap-args", opts.String())
-	if err != nil {
-		blockR.Close()
-		infoW.Close()
-		return nil, err
-	}
 
 	m, err := d.startBwrap(bwrap, []string{"--args", argsFD, agentPath}, fds, spec.ID, cg)
 	fds.close() // the child has its copies; ours would keep pipes open
