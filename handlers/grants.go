@@ -63,7 +63,11 @@ func grantSections(cfg tools.Config) []pages.GrantSection {
 			}
 		case tools.KindFn:
 			for _, g := range cfg.Functions {
-				sec.Grants = append(sec.Grants, pages.GrantRow{Name: g.Name, Details: []string{g.Package + " " + g.Version, strings.Join(g.Origins, ", ")},
+				details := []string{g.Package + " " + g.Version, strings.Join(g.Origins, ", ")}
+				if g.Volume != "" {
+					details = append(details, "volume: "+g.Volume)
+				}
+				sec.Grants = append(sec.Grants, pages.GrantRow{Name: g.Name, Details: details,
 					Policy: g.DefaultPolicy, Rules: ruleLines(g.ToolRules)})
 			}
 		case tools.KindBuiltin:
@@ -144,6 +148,7 @@ func fillFromConfig(f *pages.GrantForm, cfg tools.Config) bool {
 		if i := slices.IndexFunc(cfg.Functions, func(g tools.Function) bool { return g.Name == f.Current }); i >= 0 {
 			g := cfg.Functions[i]
 			f.Name, f.Package, f.Origins, f.Policy = g.Name, g.Package+"@"+g.Version, strings.Join(g.Origins, "\n"), g.DefaultPolicy
+			f.Volume = g.Volume
 			rules(g.ToolRules)
 			return true
 		}
@@ -267,6 +272,7 @@ func readForm(c echo.Context, f *pages.GrantForm) {
 	f.Package = c.FormValue("package")
 	f.Origins = c.FormValue("origins")
 	f.NewTools = c.FormValue("new_tools")
+	f.Volume = c.FormValue("volume")
 	form, _ := c.FormParams()
 	toolsIn, policies, whens := form["rule_tool"], form["rule_policy"], form["rule_when"]
 	f.Rules = nil
@@ -319,6 +325,9 @@ func grantJSON(f pages.GrantForm) json.RawMessage {
 			origins = append(origins, o)
 		}
 		g = map[string]any{"name": f.Name, "package": pkg, "version": ver, "origins": origins, "default_policy": f.Policy, "tool_rules": ruleJSON}
+		if f.Volume != "" && f.Volume != tools.VolumeNone {
+			g["volume"] = f.Volume // none, the default, is left unsaid
+		}
 	default:
 		g = map[string]any{"name": f.Name}
 	}
@@ -340,6 +349,8 @@ func formField(path string) string {
 		return "tool_rules"
 	case strings.HasPrefix(rest, "origins"):
 		return "origins"
+	case rest == "volume":
+		return "volume"
 	case rest == "version":
 		return "package"
 	}

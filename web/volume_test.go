@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 type volumeWorld struct {
 	*fnEnv
 	dir     string
+	agent   string
 	version string
 	s       session
 }
@@ -39,7 +41,8 @@ func newVolumeWorld(t *testing.T) *volumeWorld {
 	if st := f.api(f.owner, "POST", "/functions", installJSON(wasm, manifest), nil); st != 201 {
 		t.Fatalf("Function.install volumefiles: %d", st)
 	}
-	_, draft := f.agentWithDraft(f.owner)
+	agent, draft := f.agentWithDraft(f.owner)
+	w.agent = agent
 	config := `{"functions": [
 	  {"name": "none", "package": "volumefiles", "version": "1.0.0", "default_policy": "allow"},
 	  {"name": "reader", "package": "volumefiles", "version": "1.0.0", "volume": "read", "default_policy": "allow"},
@@ -326,5 +329,41 @@ func TestFunctionsSeeTheVolumePerTheirGrant(t *testing.T) {
 	}
 	if !ops["read in/data.csv"] || !ops["write out/summary.txt"] {
 		t.Fatalf("write grant's accesses: %+v", rw.Volume)
+	}
+}
+
+func TestFunctionGrantVolumeSettingIsCheckedAndKeptByTheEditor(t *testing.T) {
+	w := newVolumeWorld(t)
+	var draft version
+	if st := w.api(w.owner, "POST", "/agents/"+w.agent+"/versions", map[string]any{}, &draft); st != 201 {
+		t.Fatalf("Version.create: %d", st)
+	}
+	st, raw := w.rawAPI(w.owner, "PUT", "/versions/"+draft.ID+"/config",
+		`{"functions": [{"name": "f", "package": "volumefiles", "version": "1.0.0", "volume": "rw", "default_policy": "allow"}]}`)
+	body := string(raw)
+	if st != 422 || !strings.Contains(body, "functions[0].volume") || !strings.Contains(body, "invalid_volume") || !strings.Contains(body, "none, read or write") {
+		t.Fatalf("a bad volume setting: %d %s", st, body)
+	}
+	if st, body := w.rawAPI(w.owner, "PUT", "/versions/"+draft.ID+"/config",
+		`{"functions": [{"name": "f", "package": "volumefiles", "version": "1.0.0", "volume": "read", "default_policy": "allow"}]}`); st != 200 {
+		t.Fatalf("Version.update: %d %s", st, body)
+	}
+	// The grant form shows the setting and saves what is chosen.
+	_, page := w.browser.get("/versions/" + draft.ID + "/grants/fn/f/edit")
+	if !strings.Contains(page, `value="read" checked`) {
+		t.Fatalf("the grant form does not show volume read:\n%s", page)
+	}
+	form := url.Values{"name": {"f"}, "package": {"volumefiles@1.0.0"}, "origins": {""}, "default_policy": {"allow"}, "volume": {"write"}}
+	if resp, page := w.browser.post("/versions/"+draft.ID+"/grants/fn/f", form); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("saving the grant: %d\n%s", resp.StatusCode, page)
+	}
+	var v version
+	if st := w.api(w.owner, "GET", "/versions/"+draft.ID, nil, &v); st != 200 || !strings.Contains(string(v.Config), `"volume":"write"`) {
+		t.Fatalf("after the form: %d %s", st, v.Config)
+	}
+	form.Set("volume", "none")
+	w.browser.post("/versions/"+draft.ID+"/grants/fn/f", form)
+	if w.api(w.owner, "GET", "/versions/"+draft.ID, nil, &v); strings.Contains(string(v.Config), `"volume"`) {
+		t.Fatalf("volume none is written out: %s", v.Config)
 	}
 }
