@@ -146,16 +146,32 @@ func TestArgRulesThroughTheAPI(t *testing.T) {
 func TestBrowserApprovalCardSaysWhyItAsked(t *testing.T) {
 	w := newWorld(t, argRulesConfig)
 	s := w.session(w.vault)
-	w.callAsync(s.Token, s.ID, "mcp__everything__echo", map[string]any{"message": "rm -r /workspace"}, 30)
-	w.pending(w.owner, "", 1)
 	ctx := browserCtx(t)
 	signIn(t, ctx, w, "owner@example.com")
-	steps(t, ctx, "open the approvals and read the card",
+	steps(t, ctx, "open the empty queue",
 		chromedp.Navigate(w.srv.URL+"/approvals"),
-		chromedp.WaitVisible(css(`[data-testid=approval-item] [data-testid=approval-why]`)),
+		chromedp.WaitVisible(css(`[data-testid=approval-queue] [data-testid=empty]`)),
 	)
-	got := text(t, ctx, `[data-testid=approval-why]`)
-	if want := `asked because: no rule matched (message="rm -r /workspace"); the tool's own policy is ask`; got != want {
-		t.Fatalf("the card says %q; want %q", got, want)
+	// The card arrives live, and says why it asked.
+	w.callAsync(s.Token, s.ID, "mcp__everything__echo", map[string]any{"message": "rm -r /workspace"}, 30)
+	w.pending(w.owner, "", 1)
+	steps(t, ctx, "the card arrives with its reason",
+		watchDOM(`document.querySelector("[data-testid=approval-item] [data-testid=approval-why]") !== null`, 5*time.Second))
+	want := `asked because: no rule matched (message="rm -r /workspace"); the tool's own policy is ask`
+	if got := text(t, ctx, `[data-testid=approval-why]`); got != want {
+		t.Fatalf("the live card says %q; want %q", got, want)
+	}
+	// Over get-sum's bound, the grant's default asks; both cards say so after a reload.
+	w.callAsync(s.Token, s.ID, "mcp__everything__get-sum", map[string]any{"a": 1, "b": 99}, 30)
+	w.pending(w.owner, "", 2)
+	steps(t, ctx, "reload the queue",
+		chromedp.Navigate(w.srv.URL+"/approvals"),
+		watchDOM(`document.querySelectorAll("[data-testid=approval-why]").length === 2`, 5*time.Second))
+	whys, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("[data-testid=approval-why]")].map(e => e.textContent).join("\n")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(whys, "asked because: no rule matched (a=1, b=99); the grant's default policy is ask") || !strings.Contains(whys, want) {
+		t.Fatalf("the cards say:\n%s", whys)
 	}
 }
