@@ -43,6 +43,12 @@ func (r *Runtime) FunctionInstall(ctx context.Context, p Principal, in FunctionI
 		if err != nil {
 			return err
 		}
+		if m.Engine == fn.EngineNative && p.Kind != PrincipalSystem {
+			// A native bundle names a host command; the server ships its own
+			// (python) and nobody else adds one.
+			return invalid("manifest", "native_not_installable",
+				`engine "native" packages ship with the server (python); install a WebAssembly package instead`)
+		}
 		a.target(m.Name + "@" + m.Version)
 		if functionInstalled(r.db.WithContext(ctx), m.Name, m.Version) {
 			return errVersionExists(m.Name, m.Version)

@@ -438,3 +438,36 @@ for p in procs:
 		t.Fatalf("process limit: %s", a.Result)
 	}
 }
+
+const benchCode = "import json\nresult = sum(range(1000))\nprint(json.dumps({'ok': True}))"
+
+// BenchmarkPythonCall is one python tool call on the native engine: a
+// fresh sandbox, the broker, the runner, the code; BenchmarkPythonHost is
+// the bare baseline, `python3 -c` of the same code on the host.
+func BenchmarkPythonCall(b *testing.B) {
+	e, p := engine(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if a := mustRun(b, e, p, benchCode, nil, fn.CallRequest{}); string(a.Result) != "499500" {
+			b.Fatalf("result %s", a.Result)
+		}
+	}
+}
+
+func BenchmarkPythonCallWithVolume(b *testing.B) {
+	e, p := engine(b)
+	vol := &fn.VolumeMount{Dir: b.TempDir(), Write: true, MaxFileBytes: 1 << 20, MaxNewBytes: 1 << 20, MaxNewFiles: 10}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		mustRun(b, e, p, benchCode, nil, fn.CallRequest{Volume: vol})
+	}
+}
+
+func BenchmarkPythonHost(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		out, err := exec.Command("/usr/bin/python3", "-c", benchCode+"\nprint(result)").Output()
+		if err != nil || !strings.Contains(string(out), "499500") {
+			b.Fatalf("%s %v", out, err)
+		}
+	}
+}
