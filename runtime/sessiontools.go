@@ -41,6 +41,9 @@ type OfferedTool struct {
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	Meta         json.RawMessage `json:"meta,omitempty"`
+	// Rules are the tool's argument rules: calls they match are decided by
+	// them (deny beats ask beats allow), Policy decides the rest.
+	Rules []tools.ArgRule `json:"rules,omitempty"`
 }
 
 // DiscoveryProblem is an MCP server whose tools this session could not list.
@@ -84,7 +87,7 @@ func (r *Runtime) SessionToolsReport(ctx context.Context, p Principal, id string
 		for _, t := range rep.all {
 			if t.Offered {
 				out.Tools = append(out.Tools, OfferedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Policy: t.Policy,
-					Title: t.Title, Annotations: t.Annotations, OutputSchema: t.OutputSchema, Meta: t.Meta})
+					Title: t.Title, Annotations: t.Annotations, OutputSchema: t.OutputSchema, Meta: t.Meta, Rules: t.Rules})
 			}
 		}
 		for _, g := range slices.Sorted(maps.Keys(rep.failed)) {

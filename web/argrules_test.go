@@ -124,6 +124,26 @@ func TestArgRulesThroughTheAPI(t *testing.T) {
 		t.Fatalf("the refused Action's policy_rule: %q", a)
 	}
 
+	// The session's call log names the rule; Session.tools carries the rules.
+	_, sp := w.browserOf().get("/sessions/" + s.ID)
+	if !strings.Contains(html.UnescapeString(sp), "decided by: rule 1: allow message matches `hello *`") {
+		t.Fatal("the session page's call log does not say which rule decided")
+	}
+	var offered []struct {
+		Name  string `json:"name"`
+		Rules []struct {
+			Policy string `json:"policy"`
+		} `json:"rules"`
+	}
+	if st := w.api(s.Token, "GET", "/sessions/"+s.ID+"/tools", nil, &offered); st != 200 {
+		t.Fatalf("Session.tools: %d", st)
+	}
+	for _, o := range offered {
+		if o.Name == "mcp__everything__echo" && (len(o.Rules) != 2 || o.Rules[1].Policy != "deny") {
+			t.Fatalf("Session.tools' echo: %+v", o)
+		}
+	}
+
 	// The Audit page and What the model sees name the rules.
 	_, audit := w.browserOf().get("/audit?verb=ToolCall.create")
 	if a := html.UnescapeString(audit); !strings.Contains(a, "decided by: rule 2: deny message matches `*rm -rf*`") || !strings.Contains(a, "decided by: rule 1: allow") {
