@@ -50,26 +50,7 @@ func TestKill9DuringCallsLeavesEveryCallFinishedOrInterrupted(t *testing.T) {
 	base := "http://" + addr
 	logs := &lockedBuffer{}
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--egress-allow-private"}, dbArgs...)...)
-		cmd.Stdout, cmd.Stderr = logs, logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			resp, err := http.Get(base + "/readyz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return cmd
-				}
-			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatalf("the server was not ready within 60 s:\n%s", logs.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		return startServer(t, bin, base, logs, append([]string{"serve", "--addr", addr, "--egress-allow-private"}, dbArgs...)...)
 	}
 	srv := start()
 	t.Setenv("SUBAKO_URL", base)
@@ -191,6 +172,32 @@ func TestKill9DuringCallsLeavesEveryCallFinishedOrInterrupted(t *testing.T) {
 		t.Errorf("no call was running at the kill (%d calls): the test did not test the crash", len(calls))
 	}
 	t.Logf("%s: %d calls, %d interrupted by the kill", db.Dialect, len(calls), interrupted)
+}
+
+// startServer starts the server binary with args and waits until base
+// answers /readyz.
+func startServer(t *testing.T, bin, base string, logs *lockedBuffer, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return cmd
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the server was not ready within 60 s:\n%s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func freeAddr(t *testing.T) string {

@@ -41,26 +41,7 @@ func TestKill9MidUploadLeavesTheOldFile(t *testing.T) {
 	base := "http://" + addr
 	logs := &lockedBuffer{}
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--volume-max-file", "64MiB", "--min-free-disk", "1MiB"}, dbArgs...)...)
-		cmd.Stdout, cmd.Stderr = logs, logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			resp, err := http.Get(base + "/readyz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return cmd
-				}
-			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatalf("the server was not ready within 60 s:\n%s", logs.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		return startServer(t, bin, base, logs, append([]string{"serve", "--addr", addr, "--volume-max-file", "64MiB", "--min-free-disk", "1MiB"}, dbArgs...)...)
 	}
 	srv := start()
 	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
