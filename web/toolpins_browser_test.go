@@ -42,6 +42,9 @@ func TestBrowserPinnedToolsDrift(t *testing.T) {
 	if fresh := text(t, ctx, `[data-testid=drift-srv-fresh]`); !strings.Contains(fresh, "tool added") {
 		t.Fatalf("fresh's row of the diff: %q", fresh)
 	}
+	if sees := text(t, ctx, `[data-testid="tool-mcp__srv__echo"]`); !strings.Contains(sees, "calls are refused") {
+		t.Fatalf("What the model sees for the changed echo: %q", sees)
+	}
 	// What Fetch now saw is what that session goes by from its next call.
 	var prob struct{ Code, Detail string }
 	if st := w.api(before.Token, "POST", "/sessions/"+before.ID+"/tool_calls", map[string]any{"tool": "mcp__srv__echo", "input": map[string]any{"message": "hi"}}, &prob); st != 409 || prob.Code != "tool_changed" {
