@@ -99,6 +99,14 @@ result = {"mean": statistics.mean(input["xs"]), "exe": sys.executable}
 	if !strings.HasPrefix(a.Stdout, "hello from 3.") {
 		t.Fatalf("stdout %q", a.Stdout)
 	}
+	// The host's Debian pure-Python packages that docs/functions.md names import.
+	libs := mustRun(t, e, p, `
+import importlib.util
+result = [m for m in ("yaml", "six", "toml", "xmltodict", "pygments", "pyparsing", "jwt", "oauthlib", "httplib2", "distro", "csv", "sqlite3") if importlib.util.find_spec(m) is None]
+`, nil, fn.CallRequest{})
+	if string(libs.Result) != "[]" {
+		t.Errorf("missing in the sandbox: %s", libs.Result)
+	}
 	// An exception is the tool's answer, with its traceback.
 	b, _, err := run(t, e, p, "1/0", nil, fn.CallRequest{})
 	if err != nil || b.OK || !strings.Contains(b.Error, "ZeroDivisionError") {
