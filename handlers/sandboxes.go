@@ -159,42 +159,13 @@ func sandboxEventsURL(c echo.Context, t pages.SandboxTable, f runtime.SandboxFil
 // signed out stops receiving at the next change.
 func (h *Handlers) SandboxEvents(c echo.Context) error {
 	f := runtime.SandboxFilter{Session: c.QueryParam("session"), Cursor: c.QueryParam("cursor")}
-	t, err := h.sandboxTable(c, principal(c), f)
-	if err != nil {
-		return err
-	}
-	sid, _ := c.Get(webSIDKey).(string)
-	events, stop := h.RT.Subscribe()
-	defer stop()
-	hd := c.Response().Header()
-	hd.Set(echo.HeaderContentType, "text/event-stream")
-	hd.Set(echo.HeaderCacheControl, "no-store")
-	c.Response().WriteHeader(http.StatusOK)
-	out := newSSEStream(c.Response(), c.QueryParam("seen"))
-	beat := time.NewTicker(sseHeartbeat)
-	defer beat.Stop()
 	matters := func(ev runtime.Event) bool {
 		return ev.Kind == "sandbox" && (f.Session == "" || ev.SessionID == f.Session)
 	}
-	for {
-		if err := out.send(ctx(c), "sandboxes", pages.SandboxTableView(t)); err != nil {
-			h.Log.Warn("sandbox events: stream ended", "err", err)
-			return nil
-		}
-		if http.NewResponseController(out.w).Flush() != nil || !out.await(ctx(c), events, beat.C, matters) {
-			return nil // the browser went away, or the server stops
-		}
-		p, err := h.RT.AuthenticateSession(ctx(c), sid)
-		if err == nil {
-			t, err = h.sandboxTable(c, p, f)
-		}
-		if err != nil {
-			if e, ok := runtime.AsError(err); !ok || e.Kind == runtime.KindInternal {
-				h.Log.Warn("sandbox events: stream ended", "err", err)
-			}
-			return nil // signed out, removed, or no longer allowed: end the stream
-		}
-	}
+	return h.streamPart(c, "sandboxes", matters, func(p runtime.Principal) (templ.Component, error) {
+		t, err := h.sandboxTable(c, p, f)
+		return pages.SandboxTableView(t), err
+	})
 }
 
 func (h *Handlers) sandboxTable(c echo.Context, p runtime.Principal, f runtime.SandboxFilter) (pages.SandboxTable, error) {

@@ -64,13 +64,26 @@ func (h *Handlers) SessionFiles(c echo.Context) error {
 
 // SessionFilesEvents streams the Files tab's list as server-sent events:
 // on connecting, then whenever the volume changes (an upload, a delete, a
-// function's write). Each update re-reads the person's browser session.
+// function's write).
 func (h *Handlers) SessionFilesEvents(c echo.Context) error {
 	s, err := h.RT.SessionGet(ctx(c), principal(c), c.Param("session"))
 	if err != nil {
 		return err
 	}
-	t, err := h.filesTable(c, principal(c), s)
+	matters := func(ev runtime.Event) bool { return ev.Kind == "volume" && ev.SessionID == s.ID }
+	return h.streamPart(c, "files", matters, func(p runtime.Principal) (templ.Component, error) {
+		t, err := h.filesTable(c, p, s)
+		return pages.FilesTableView(t), err
+	})
+}
+
+// streamPart streams one part of a page as server-sent events named name:
+// read once on connecting, then again after each event that matters. Each
+// re-read is as the person's browser session now stands, so a person
+// removed or signed out stops receiving at the next change.
+func (h *Handlers) streamPart(c echo.Context, name string, matters func(runtime.Event) bool,
+	read func(runtime.Principal) (templ.Component, error)) error {
+	part, err := read(principal(c))
 	if err != nil {
 		return err
 	}
@@ -84,21 +97,23 @@ func (h *Handlers) SessionFilesEvents(c echo.Context) error {
 	out := newSSEStream(c.Response(), c.QueryParam("seen"))
 	beat := time.NewTicker(sseHeartbeat)
 	defer beat.Stop()
-	matters := func(ev runtime.Event) bool { return ev.Kind == "volume" && ev.SessionID == s.ID }
 	for {
-		if err := out.send(ctx(c), "files", pages.FilesTableView(t)); err != nil {
-			h.Log.Warn("files events: stream ended", "err", err)
+		if err := out.send(ctx(c), name, part); err != nil {
+			h.Log.Warn(name+" events: stream ended", "err", err)
 			return nil
 		}
 		if http.NewResponseController(out.w).Flush() != nil || !out.await(ctx(c), events, beat.C, matters) {
-			return nil
+			return nil // the browser went away, or the server stops
 		}
 		p, err := h.RT.AuthenticateSession(ctx(c), sid)
 		if err == nil {
-			t, err = h.filesTable(c, p, s)
+			part, err = read(p)
 		}
 		if err != nil {
-			return nil // signed out or removed: the stream ends
+			if e, ok := runtime.AsError(err); !ok || e.Kind == runtime.KindInternal {
+				h.Log.Warn(name+" events: stream ended", "err", err)
+			}
+			return nil // signed out, removed, or no longer allowed: end the stream
 		}
 	}
 }
