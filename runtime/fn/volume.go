@@ -92,9 +92,22 @@ func (v *volumeFS) Accesses() []VolumeAccess {
 	return append([]VolumeAccess(nil), v.accesses...)
 }
 
+// isLink reports whether path or any folder on the way to it is a link.
+// None can be made through the API or a function; this keeps one put there
+// by other means (a person on the host) from leading a call out.
 func (v *volumeFS) isLink(path string) bool {
-	st, errno := v.FS.Lstat(path)
-	return errno == 0 && st.Mode&fs.ModeSymlink != 0
+	p := strings.Trim(path, "/")
+	for p != "" && p != "." {
+		if st, errno := v.FS.Lstat(p); errno == 0 && st.Mode&fs.ModeSymlink != 0 {
+			return true
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return false
 }
 
 func newName(path string) experimentalsys.Errno {

@@ -99,3 +99,24 @@ func TestVolumeMountByGrant(t *testing.T) {
 		}
 	}
 }
+
+// A link put in the volume by other means (a person on the host) leads no
+// call out of it, as the file or as a folder on the way.
+func TestVolumeLinksPlacedOnTheHostAreNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("host secret"), 0o644)
+	os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(dir, "file-link"))
+	os.Symlink(outside, filepath.Join(dir, "dir-link"))
+	m := &VolumeMount{Dir: dir, Write: true, MaxFileBytes: 1 << 20, MaxNewBytes: 1 << 20, MaxNewFiles: 10}
+	rs, _ := volumeCall(t, m, `[{"op":"read","path":"/volume/file-link"},{"op":"read","path":"/volume/dir-link/secret.txt"},
+		{"op":"write","path":"/volume/dir-link/planted.txt","text":"x"}]`)
+	for _, r := range rs {
+		if r.OK || strings.Contains(r.Text, "host secret") {
+			t.Errorf("%s %s went through a link: %+v", r.Op, r.Path, r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "planted.txt")); err == nil {
+		t.Fatal("a call wrote outside the volume through a link")
+	}
+}
