@@ -239,17 +239,39 @@ type callInput struct {
 	exec    bool
 	command string // sandbox exec's command, as the sandbox decodes it
 	cmdOK   bool
-	env     bool                       // exec sets environment variables
-	fields  map[string]json.RawMessage // top-level fields; a duplicated key is absent
+	env     bool                    // exec sets environment variables
+	fields  map[string][]inputField // top-level fields by foldKey, every copy in order
 }
 
-// readCallInput reads the top-level fields once, when some rule tests them. A key given twice is
-// dropped (no condition on it holds): which copy a server reads is its own.
+// inputField is one top-level key of a call's input and its value.
+type inputField struct {
+	key   string
+	value json.RawMessage
+}
+
+// foldKey is a field name as a case-insensitive decoder reads it: Go's
+// encoding/json gives {"repo": …, "Repo": …} to the same struct field (the
+// last one wins), as many tool servers decode their input.
+func foldKey(k string) string { return strings.ToLower(strings.ToUpper(k)) }
+
+// field is the one value of field f a rule can trust: the input gives f
+// once, and no other key that a case-insensitive server reads as f.
+func (in callInput) field(f string) (json.RawMessage, bool) {
+	copies := in.fields[foldKey(f)]
+	if len(copies) != 1 || copies[0].key != f {
+		return nil, false
+	}
+	return copies[0].value, true
+}
+
+// readCallInput reads the top-level fields once, when some rule tests them,
+// keeping every copy of a key given twice (or in another case): which copy a
+// server reads is its own, so an allow rule trusts none of them and a deny
+// or ask rule catches any of them (matches).
 func readCallInput(t Tool, raw json.RawMessage, fields bool) callInput {
-	in := callInput{exec: t.Kind == KindSandbox && t.Tool == SandboxTool, fields: map[string]json.RawMessage{}}
+	in := callInput{exec: t.Kind == KindSandbox && t.Tool == SandboxTool, fields: map[string][]inputField{}}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); fields && err == nil && tok == json.Delim('{') {
-		dup := map[string]bool{}
 		for dec.More() {
 			kt, err := dec.Token()
 			if err != nil {
@@ -260,12 +282,7 @@ func readCallInput(t Tool, raw json.RawMessage, fields bool) callInput {
 			if dec.Decode(&v) != nil {
 				break
 			}
-			if _, seen := in.fields[k]; seen || dup[k] {
-				dup[k] = true
-				delete(in.fields, k)
-				continue
-			}
-			in.fields[k] = v
+			in.fields[foldKey(k)] = append(in.fields[foldKey(k)], inputField{k, v})
 		}
 	}
 	if in.exec {
@@ -298,10 +315,11 @@ func (in callInput) summary(rules []ArgRule) string {
 	slices.Sort(fields)
 	var parts []string
 	for _, f := range fields {
-		v, ok := in.fields[f]
 		text := "missing"
-		if ok {
+		if v, ok := in.field(f); ok {
 			text = clipRunes(string(v), 60)
+		} else if len(in.fields[foldKey(f)]) > 0 {
+			text = "ambiguous (given twice, or in another case)"
 		}
 		parts = append(parts, f+"="+text)
 		if len(parts) == 8 {
@@ -320,8 +338,11 @@ func clipRunes(s string, n int) string {
 }
 
 // matches reports whether every condition of the rule holds for the input.
-// A condition that cannot be evaluated (missing field, other type, duplicate
-// key, unreadable number) does not hold.
+// A condition that cannot be evaluated (missing field, other type,
+// unreadable number) does not hold. A field the input gives more than once
+// (twice, or as "repo" and "Repo") holds for an allow rule never, and for a
+// deny or ask rule when any copy holds: no copy a server may read slips
+// past a rule that holds calls back.
 func (r ArgRule) matches(in callInput) bool {
 	if r.Command != "" || r.Operators {
 		if !in.exec || !in.cmdOK {
@@ -332,7 +353,13 @@ func (r ArgRule) matches(in callInput) bool {
 		}
 	}
 	for f, c := range r.Input {
-		v, ok := in.fields[f]
+		if r.Policy != PolicyAllow {
+			if !slices.ContainsFunc(in.fields[foldKey(f)], func(v inputField) bool { return c.holds(v.value) }) {
+				return false
+			}
+			continue
+		}
+		v, ok := in.field(f)
 		if !ok || !c.holds(v) {
 			return false
 		}

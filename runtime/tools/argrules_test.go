@@ -108,7 +108,18 @@ func TestArgRulesDecide(t *testing.T) {
 		{"deny glob beats allow", "get_issue", `{"repo": "subako/secret-plans", "number": 1}`, "deny", 3, "rule 3: deny repo matches `*secret*`"},
 		{"object where a string is tested", "get_issue", `{"repo": {"glob": "subako/*"}, "number": 1}`, "ask", 0, ""},
 		{"array value", "get_issue", `{"repo": ["subako/x"], "number": 1}`, "ask", 0, ""},
-		{"duplicate key is not trusted", "get_issue", `{"repo": "subako/x", "repo": "subako/y", "number": 1}`, "ask", 0, ""},
+		{"duplicate key is not trusted", "get_issue", `{"repo": "subako/x", "repo": "subako/y", "number": 1}`, "ask", 0, "repo=ambiguous"},
+		// A key given twice, or in another case (a Go server's encoding/json
+		// reads "Repo" into its repo field, the last copy winning): an allow
+		// trusts no copy, a deny catches any copy.
+		{"duplicate key: deny catches the first copy", "get_issue", `{"repo": "subako/secret", "repo": "subako/y", "number": 1}`, "deny", 3, "rule 3"},
+		{"duplicate key: deny catches the last copy", "get_issue", `{"repo": "subako/y", "repo": "subako/secret", "number": 1}`, "deny", 3, "rule 3"},
+		{"other case: no allow", "get_issue", `{"repo": "subako/x", "Repo": "evil/x", "number": 1}`, "ask", 0, ""},
+		{"other case alone: no allow", "get_issue", `{"REPO": "subako/x", "number": 1}`, "ask", 0, "repo=ambiguous"},
+		{"other case: deny catches it", "get_issue", `{"repo": "subako/x", "Repo": "top-secret", "number": 1}`, "deny", 3, "rule 3"},
+		{"mixed case: deny catches it", "get_issue", `{"repo": "subako/x", "number": 1, "rEpo": "secret"}`, "deny", 3, "rule 3"},
+		{"long s folds as s: no allow", "get_issue", `{"repo": "octo/cat", "state": "open", "ſtate": "all"}`, "ask", 0, ""},
+		{"other case of another field: no allow", "get_issue", `{"repo": "subako/x", "number": 1, "NUMBER": 5000}`, "ask", 0, ""},
 		{"bool and null", "get_issue", `{"flag": true, "note": null}`, "allow", 4, "flag is true and note is null"},
 		{"bool mismatch", "get_issue", `{"flag": "true", "note": null}`, "ask", 0, ""},
 		{"null is not missing", "get_issue", `{"flag": true}`, "ask", 0, ""},
