@@ -63,6 +63,12 @@ func relayProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest
 		return
 	}
 	if fn, ok := progressRoutes.Load(token); ok {
-		fn.(func(Progress))(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+		// A server's message may be as large as an answer; a report is a
+		// status line, and a waiting client holds up to a sink's worth.
+		fn.(func(Progress))(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: cut(req.Params.Message, MaxProgressMessage)})
 	}
 }
+
+// MaxProgressMessage bounds the message of a server's progress report
+// passed on to the client waiting for the call (longer ones are cut, "…").
+const MaxProgressMessage = 1024
