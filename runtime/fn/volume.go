@@ -8,6 +8,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/subako/subako/runtime/volume"
 )
@@ -170,6 +171,9 @@ func (v *volumeFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 	if e := newName(path); e != 0 {
 		return e
 	}
+	if v.isLink(path) {
+		return experimentalsys.ELOOP
+	}
 	return v.FS.Mkdir(path, perm)
 }
 
@@ -180,7 +184,7 @@ func (v *volumeFS) Rename(from, to string) experimentalsys.Errno {
 	if e := newName(to); e != 0 {
 		return e
 	}
-	if v.isLink(from) {
+	if v.isLink(from) || v.isLink(to) {
 		return experimentalsys.ELOOP
 	}
 	st, _ := v.FS.Lstat(from)
@@ -203,11 +207,28 @@ func (v *volumeFS) Unlink(path string) experimentalsys.Errno {
 	if !v.m.Write {
 		return errReadOnly
 	}
+	if v.isLink(path) {
+		return experimentalsys.ELOOP
+	}
 	errno := v.FS.Unlink(path)
 	if errno == 0 {
 		v.note(path, VolumeDelete)
 	}
 	return errno
+}
+
+func (v *volumeFS) Rmdir(path string) experimentalsys.Errno {
+	if v.isLink(path) {
+		return experimentalsys.ELOOP
+	}
+	return v.FS.Rmdir(path)
+}
+
+func (v *volumeFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
+	if v.isLink(path) {
+		return sys.Stat_t{}, experimentalsys.ELOOP
+	}
+	return v.FS.Stat(path)
 }
 
 // Link and Symlink are refused: a link could lead out of the volume, or

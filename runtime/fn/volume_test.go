@@ -110,7 +110,8 @@ func TestVolumeLinksPlacedOnTheHostAreNotFollowed(t *testing.T) {
 	os.Symlink(outside, filepath.Join(dir, "dir-link"))
 	m := &VolumeMount{Dir: dir, Write: true, MaxFileBytes: 1 << 20, MaxNewBytes: 1 << 20, MaxNewFiles: 10}
 	rs, _ := volumeCall(t, m, `[{"op":"read","path":"/volume/file-link"},{"op":"read","path":"/volume/dir-link/secret.txt"},
-		{"op":"write","path":"/volume/dir-link/planted.txt","text":"x"}]`)
+		{"op":"write","path":"/volume/dir-link/planted.txt","text":"x"},{"op":"delete","path":"/volume/dir-link/secret.txt"},
+		{"op":"rename","path":"/volume/dir-link/secret.txt","to":"/volume/stolen.txt"},{"op":"mkdir","path":"/volume/dir-link/made"}]`)
 	for _, r := range rs {
 		if r.OK || strings.Contains(r.Text, "host secret") {
 			t.Errorf("%s %s went through a link: %+v", r.Op, r.Path, r)
@@ -118,5 +119,8 @@ func TestVolumeLinksPlacedOnTheHostAreNotFollowed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "planted.txt")); err == nil {
 		t.Fatal("a call wrote outside the volume through a link")
+	}
+	if b, err := os.ReadFile(filepath.Join(outside, "secret.txt")); err != nil || string(b) != "host secret" {
+		t.Fatal("a call deleted or moved a file outside the volume through a link")
 	}
 }
