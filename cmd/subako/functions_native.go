@@ -16,6 +16,7 @@ import (
 func wireNative(ctx context.Context, rt *runtime.Runtime, e *fn.Engine, log *slog.Logger) {
 	cfg := fn.NativeConfig{} // the sandboxes' uid and gid: 65534, as the sandbox driver's
 	e.SetNative(cfg)
+	e.CleanNative() // what a server that died left, past any live call's age
 	if err := fn.NativeAvailable(ctx, cfg); err != nil {
 		log.Warn("native function packages (python) cannot run on this machine: their calls fail", "err", err)
 	}

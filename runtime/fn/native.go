@@ -83,6 +83,10 @@ type NativeConfig struct {
 // SetNative configures the native engine (before the first native call).
 func (e *Engine) SetNative(c NativeConfig) { e.native = c }
 
+// CleanNative removes what native calls of a server that died left behind
+// (staging mounts, broker sockets), older than the longest call could be.
+func (e *Engine) CleanNative() { local.CleanOneShots(brokerDirPrefix, e.caps.MaxTimeout+5*time.Minute) }
+
 // loadNative makes a package of a native manifest and its bundle.
 func (e *Engine) loadNative(module []byte, m Manifest) (*Package, error) {
 	if err := m.Check(e.caps); err != nil {

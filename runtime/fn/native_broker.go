@@ -25,8 +25,11 @@ type broker struct {
 	once sync.Once
 }
 
+// brokerDirPrefix names a call's broker folder in the temporary folder.
+const brokerDirPrefix = "subako-fn-broker-"
+
 func startBroker(ctx context.Context, f *fetcher, uid, gid int) (*broker, error) {
-	dir, err := os.MkdirTemp("", "subako-fn-")
+	dir, err := os.MkdirTemp("", brokerDirPrefix)
 	if err != nil {
 		return nil, err
 	}

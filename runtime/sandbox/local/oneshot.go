@@ -324,6 +324,35 @@ func (o *OneShot) stage() ([]OneShotBind, func(), error) {
 	return out, undo, nil
 }
 
+// CleanOneShots removes what one-shot sandboxes of a server that died left
+// in the temporary folder: staging folders (their bind mounts detached
+// first, and only emptied folders removed: never a mount's files) and
+// broker folders named by prefix (a socket, nothing else). Only folders
+// older than olderThan are touched: another server on the machine may be
+// running a call with its own right now.
+func CleanOneShots(brokerPrefix string, olderThan time.Duration) {
+	tmp := os.TempDir()
+	ents, _ := os.ReadDir(tmp)
+	for _, ent := range ents {
+		name := ent.Name()
+		info, err := ent.Info()
+		switch {
+		case err != nil || !ent.IsDir() || time.Since(info.ModTime()) < olderThan:
+		case strings.HasPrefix(name, "subako-oneshot-"):
+			dir := filepath.Join(tmp, name)
+			subs, _ := os.ReadDir(dir)
+			for _, sub := range subs {
+				p := filepath.Join(dir, sub.Name())
+				_ = unix.Unmount(p, unix.MNT_DETACH)
+				_ = os.Remove(p)
+			}
+			_ = os.Remove(dir)
+		case brokerPrefix != "" && strings.HasPrefix(name, brokerPrefix):
+			_ = os.RemoveAll(filepath.Join(tmp, name))
+		}
+	}
+}
+
 // blockedArgs adds bwrap's --info-fd (it reports the sandbox's PID 1 there)
 // and --block-fd (it waits there before running the command) to args, and
 // writes the whole command line to a memfd for --args: bwrap is the
