@@ -400,7 +400,8 @@ import subprocess
 subprocess.Popen(["/bin/sleep", "1234.7"], start_new_session=True)
 while True:
     pass
-`, nil, fn.CallRequest{Timeout: 1500 * time.Millisecond})
+`, nil, fn.CallRequest{Timeout: 1500 * time.Millisecond,
+		Volume: &fn.VolumeMount{Dir: t.TempDir(), Write: true, MaxFileBytes: 1 << 20, MaxNewBytes: 1 << 20, MaxNewFiles: 10}})
 	if !errors.Is(err, fn.ErrTimeout) {
 		t.Fatalf("err %v, want a timeout", err)
 	}
@@ -412,6 +413,19 @@ while True:
 	}
 	if l := leftovers("1234.7"); len(l) > 0 {
 		t.Fatalf("left running after the deadline: %v", l)
+	}
+	// Nor mounts (the volume's staging bind) nor cgroups.
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), "subako-oneshot-") {
+		t.Fatal("a staging mount is left in the host's mount table")
+	}
+	for _, ctl := range []string{"memory/subako", "pids/subako", "subako"} {
+		ents, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup", ctl))
+		for _, ent := range ents {
+			if ent.IsDir() && strings.HasPrefix(ent.Name(), "fn-") {
+				t.Fatalf("cgroup %s/%s is left", ctl, ent.Name())
+			}
+		}
 	}
 }
 
