@@ -261,6 +261,8 @@ func (r *Runtime) VolumePut(ctx context.Context, p Principal, session, path stri
 		case errors.As(err, &tooLarge):
 			return invalid("body", code, fmt.Sprintf("the file would take the volume past its %d bytes (max_total_bytes %d; %d bytes are used by other files)",
 				v.MaxTotalBytes, v.MaxTotalBytes, total-old.Size))
+		case errors.As(err, new(*volume.ReadError)):
+			return invalid("body", "body_incomplete", fmt.Sprintf("the upload ended before its end (%v): nothing was written, %q is as it was", errors.Unwrap(err), path))
 		case errors.Is(err, volume.ErrNotFile):
 			return conflict("not_a_file", fmt.Sprintf("%q cannot be written: it or one of its folders is already used by a folder or a file of that name", path))
 		case err != nil:

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/runtime"
@@ -225,6 +227,29 @@ func TestVolumeRefusesHostilePathsAndOverLimitFiles(t *testing.T) {
 	}
 	if _, got := w.raw(tok, "GET", "/sessions/"+w.s.ID+"/volume/keep.txt", nil, ""); got != "old" {
 		t.Fatalf("keep.txt after a refused replacement = %q", got)
+	}
+	// A client that goes away mid-upload leaves the old file too.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(w.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "PUT /api/v1/sessions/%s/volume/keep.txt HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: 500\r\n\r\nnew but cut",
+		w.s.ID, strings.TrimPrefix(w.srv.URL, "http://"), tok)
+	time.Sleep(200 * time.Millisecond)
+	conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var a models.Action
+		if w.rt.DB().Where("verb = 'Volume.put' AND reason LIKE '%upload ended before its end%'").Limit(1).Find(&a); a.ID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cut upload was not recorded as such")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, got := w.raw(tok, "GET", "/sessions/"+w.s.ID+"/volume/keep.txt", nil, ""); got != "old" {
+		t.Fatalf("keep.txt after a cut upload = %q", got)
 	}
 	// Over the total: 3 × 1000 bytes fill 3000 less keep.txt's 3.
 	for i := range 2 {

@@ -40,6 +40,13 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("volume: the file is over its %d byte limit", e.Limit)
 }
 
+// ReadError is an upload whose body could not be read to its end (the
+// client went away, the connection broke): nothing was written.
+type ReadError struct{ Err error }
+
+func (e *ReadError) Error() string { return "volume: read the upload: " + e.Err.Error() }
+func (e *ReadError) Unwrap() error { return e.Err }
+
 // Store keeps sessions' volumes. Put is atomic: a reader, a crash or a kill
 // mid-write sees the old file or the new one, never part of either. The
 // local store is the only one today; object storage can implement the same
@@ -149,7 +156,7 @@ func (l *Local) Put(ctx context.Context, session, p string, body io.Reader, maxB
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(ctxReader{ctx, body}, maxBytes+1))
 	if err != nil {
-		return Info{}, fmt.Errorf("volume: read the upload: %w", err)
+		return Info{}, &ReadError{Err: err}
 	}
 	if n > maxBytes {
 		return Info{}, &TooLargeError{Limit: maxBytes}
