@@ -19,6 +19,7 @@ type FunctionView struct {
 	Name        string          `json:"name"`
 	Version     string          `json:"version"`
 	Description string          `json:"description"`
+	Engine      string          `json:"engine"` // "wasm" or "native" (a bubblewrap sandbox per call)
 	Tools       []tools.ToolDef `json:"tools"`
 	Limits      FunctionLimits  `json:"limits"`
 	SHA256      string          `json:"sha256"`
@@ -38,11 +39,15 @@ func functionView(fp models.FunctionPackage) FunctionView {
 	v := FunctionView{ID: fp.ID, Name: fp.Name, Version: fp.Version, Description: fp.Description, SHA256: fp.WasmSHA256,
 		WasmSize: fp.WasmSize, CompileMS: fp.CompileMS, CreatedBy: fp.CreatedBy, CreatedAt: fp.CreatedAt}
 	var m struct {
+		Engine string          `json:"engine"`
 		Tools  []tools.ToolDef `json:"tools"`
 		Limits FunctionLimits  `json:"limits"`
 	}
 	_ = json.Unmarshal([]byte(fp.Manifest), &m)
-	v.Tools, v.Limits = m.Tools, m.Limits
+	v.Tools, v.Limits, v.Engine = m.Tools, m.Limits, m.Engine
+	if v.Engine == "" {
+		v.Engine = "wasm"
+	}
 	if v.Tools == nil {
 		v.Tools = []tools.ToolDef{}
 	}

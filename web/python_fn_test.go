@@ -40,6 +40,10 @@ func TestPythonFunctionThroughASession(t *testing.T) {
 	if _, installed, err := f.rt.EnsureFunction(context.Background(), runtime.FunctionInstallInput{Manifest: python.Manifest(), Wasm: python.Bundle()}); err != nil || !installed {
 		t.Fatalf("EnsureFunction python: %v %v", installed, err)
 	}
+	var pkg struct{ Engine string }
+	if st := f.api(f.owner, "GET", "/functions/python/1.0.0", nil, &pkg); st != 200 || pkg.Engine != "native" {
+		t.Fatalf("Function.get python: %d %+v", st, pkg)
+	}
 	agent, draft := f.agentWithDraft(f.owner)
 	_ = agent
 	config := `{"functions": [{"name": "py", "package": "python", "version": "1.0.0", "volume": "write", "default_policy": "allow"}]}`
