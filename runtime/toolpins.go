@@ -28,28 +28,35 @@ import (
 // server lists, as before.
 
 // PinnedTool is one tool definition as pinned: the fields that decide what
-// a model is told and what it sends, and their hash.
+// a model is told and what it sends (a title is shown to it as a
+// description is; an output schema says what it gets back), and their hash.
 type PinnedTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-	Annotations json.RawMessage `json:"annotations,omitempty"`
-	Hash        string          `json:"hash"`
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Hash         string          `json:"hash"`
 }
 
 // pinOf is a tool's definition with its hash, over its JSON with sorted keys,
 // so the same definition listed in another key order hashes the same.
 func pinOf(d tools.ToolDef) PinnedTool {
-	p := PinnedTool{Name: d.Name, Description: d.Description, InputSchema: canonicalJSON(d.InputSchema), Annotations: canonicalJSON(d.Annotations)}
+	p := PinnedTool{Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: canonicalJSON(d.InputSchema),
+		Annotations: canonicalJSON(d.Annotations), OutputSchema: canonicalJSON(d.OutputSchema)}
 	if len(p.InputSchema) == 0 {
 		p.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
+	// A tool without a title or an output schema hashes as before they were pinned.
 	b, _ := json.Marshal(struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		InputSchema json.RawMessage `json:"input_schema"`
-		Annotations json.RawMessage `json:"annotations,omitempty"`
-	}{p.Name, p.Description, p.InputSchema, p.Annotations})
+		Name         string          `json:"name"`
+		Description  string          `json:"description"`
+		InputSchema  json.RawMessage `json:"input_schema"`
+		Annotations  json.RawMessage `json:"annotations,omitempty"`
+		Title        string          `json:"title,omitempty"`
+		OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	}{p.Name, p.Description, p.InputSchema, p.Annotations, p.Title, p.OutputSchema})
 	sum := sha256.Sum256(b)
 	p.Hash = "sha256:" + hex.EncodeToString(sum[:])
 	return p
@@ -80,8 +87,8 @@ type ToolChange struct {
 	Grant  string `json:"grant"`
 	Tool   string `json:"tool"`
 	Change string `json:"change"` // added, removed, changed
-	// Fields are the definition's fields that changed: description,
-	// input_schema, annotations; Details says how, for people.
+	// Fields are the definition's fields that changed: title, description,
+	// input_schema, annotations, output_schema; Details says how, for people.
 	Fields  []string `json:"fields,omitempty"`
 	Details []string `json:"details,omitempty"`
 }
@@ -104,6 +111,10 @@ func compareTool(grant string, pinned, now PinnedTool) *ToolChange {
 		return nil
 	}
 	c := &ToolChange{Grant: grant, Tool: pinned.Name, Change: ToolChanged}
+	if pinned.Title != now.Title {
+		c.Fields = append(c.Fields, "title")
+		c.Details = append(c.Details, "title changed")
+	}
 	if pinned.Description != now.Description {
 		c.Fields = append(c.Fields, "description")
 		c.Details = append(c.Details, "description changed")
@@ -115,6 +126,10 @@ func compareTool(grant string, pinned, now PinnedTool) *ToolChange {
 	if !bytes.Equal(pinned.Annotations, now.Annotations) {
 		c.Fields = append(c.Fields, "annotations")
 		c.Details = append(c.Details, "annotations changed")
+	}
+	if !bytes.Equal(pinned.OutputSchema, now.OutputSchema) {
+		c.Fields = append(c.Fields, "output_schema")
+		c.Details = append(c.Details, "output_schema changed")
 	}
 	return c
 }
@@ -194,7 +209,8 @@ func pinTool(o *offered, pins map[string][]PinnedTool, g tools.MCPServer, versio
 	if !ok || o.Tool.Tool == "" {
 		return
 	}
-	live := pinOf(tools.ToolDef{Name: o.Tool.Tool, Description: o.Description, InputSchema: o.InputSchema, Annotations: o.Annotations})
+	live := pinOf(tools.ToolDef{Name: o.Tool.Tool, Title: o.Title, Description: o.Description, InputSchema: o.InputSchema,
+		Annotations: o.Annotations, OutputSchema: o.OutputSchema})
 	i := slices.IndexFunc(pinned, func(p PinnedTool) bool { return p.Name == o.Tool.Tool })
 	if i < 0 {
 		switch g.NewTools {
@@ -214,7 +230,7 @@ func pinTool(o *offered, pins map[string][]PinnedTool, g tools.MCPServer, versio
 			"an operator reviews the change on the version's page and publishes a version with the new definition",
 			o.Name, version, strings.Join(c.Details, "; "))
 	}
-	o.Description, o.InputSchema, o.Annotations = p.Description, p.InputSchema, p.Annotations
+	o.Title, o.Description, o.InputSchema, o.Annotations, o.OutputSchema = p.Title, p.Description, p.InputSchema, p.Annotations, p.OutputSchema
 }
 
 // refuseChanged records a call of a tool the server changed since the
@@ -268,7 +284,8 @@ func (c versionCatalog) MCPTools(url string) ([]tools.ToolDef, bool) {
 	ps, ok := c.pins[url]
 	out := make([]tools.ToolDef, len(ps))
 	for i, p := range ps {
-		out[i] = tools.ToolDef{Name: p.Name, Description: p.Description, InputSchema: p.InputSchema}
+		out[i] = tools.ToolDef{Name: p.Name, Title: p.Title, Description: p.Description, InputSchema: p.InputSchema,
+			Annotations: p.Annotations, OutputSchema: p.OutputSchema}
 	}
 	return out, ok
 }
