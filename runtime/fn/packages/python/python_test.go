@@ -493,3 +493,36 @@ func BenchmarkPythonHost(b *testing.B) {
 		}
 	}
 }
+
+// Where the cgroup tree cannot be written the limits are rlimits: a runaway
+// allocation fails in the code (MemoryError, the tool's answer), and the
+// process count is still bounded.
+func TestNativeLimitsWithoutCgroups(t *testing.T) {
+	e, p := engine(t)
+	e.SetNative(fn.NativeConfig{CgroupRoot: t.TempDir()}) // no controllers there
+	a, _, err := run(t, e, p, `x = bytearray(400 << 20); x[-1] = 1; result = len(x)`, nil, fn.CallRequest{MemoryLimitMB: 64})
+	switch {
+	case errors.Is(err, fn.ErrMemoryLimit):
+	case err == nil && !a.OK && strings.Contains(a.Error, "MemoryError"):
+	default:
+		t.Fatalf("400 MiB under a 64 MiB RLIMIT_AS: %+v %v", a, err)
+	}
+	b := mustRun(t, e, p, `
+import subprocess
+procs, err = [], None
+try:
+    for i in range(200):
+        procs.append(subprocess.Popen(["/bin/sleep", "30"]))
+except OSError as e:
+    err = str(e)
+result = {"started": len(procs), "error": err}
+`, nil, fn.CallRequest{})
+	var out struct {
+		Started int
+		Error   string
+	}
+	json.Unmarshal(b.Result, &out)
+	if out.Started >= 64 || out.Error == "" {
+		t.Fatalf("RLIMIT_NPROC: %s", b.Result)
+	}
+}
