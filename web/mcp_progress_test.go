@@ -5,22 +5,16 @@ package web_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/subako/subako/runtime/mcpclient/mcptest"
 )
 
 // progressConfig asks first for every tool of server-everything but echo and
@@ -53,47 +47,8 @@ func (l progressLine) message() string {
 // mode call or cancel, the tool and its arguments.
 func tsProgressClient(t *testing.T, endpoint, token, mode, tool string, args any) <-chan progressLine {
 	t.Helper()
-	sdk, err := filepath.Abs(filepath.Join("..", mcptest.EverythingDir, "node_modules", "@modelcontextprotocol", "sdk"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(sdk, "package.json")); err != nil {
-		t.Fatalf("the TypeScript SDK is not installed (%v); run: make deps", err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not on PATH: %v", err)
-	}
 	raw, _ := json.Marshal(args)
-	cmd := exec.CommandContext(t.Context(), node, "testdata/mcp_progress_client.mjs", endpoint, token, mode, tool, string(raw))
-	cmd.Env = append(os.Environ(), "SUBAKO_TS_SDK="+sdk)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan progressLine, 256)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 8<<20)
-		for sc.Scan() {
-			var l progressLine
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				t.Errorf("the client printed %q: %v", sc.Text(), err)
-				continue
-			}
-			lines <- l
-		}
-		if err := cmd.Wait(); err != nil && t.Context().Err() == nil {
-			t.Errorf("the TypeScript client: %v\n%s", err, stderr.String())
-		}
-	}()
-	return lines
+	return tsClientLines[progressLine](t, "testdata/mcp_progress_client.mjs", endpoint, token, mode, tool, string(raw))
 }
 
 // until reads lines until one of type want, returning it and those before it.
