@@ -145,7 +145,14 @@ func TestVolumeRoundTripsThroughTheAPI(t *testing.T) {
 		len(l.Files[1].SHA256) != 64 {
 		t.Fatalf("Volume.list: %+v", l)
 	}
-	// A person with a token reaches the same files; a viewer may read, not write.
+	var in volumeListing
+	if st := w.api(tok, "GET", "/sessions/"+w.s.ID+"/volume?prefix=in", nil, &in); st != 200 || len(in.Files) != 1 || in.Files[0].Path != "in/data.json" {
+		t.Fatalf("Volume.list under in/: %d %+v", st, in)
+	}
+	if st, body := w.raw(tok, "GET", "/sessions/"+w.s.ID+"/volume?prefix=..", nil, ""); st != 422 || !strings.Contains(body, `"field":"prefix"`) {
+		t.Fatalf("Volume.list with prefix ..: %d %s", st, body)
+	}
+	// A person with a token reaches the same files.
 	if st, body := w.raw(w.owner, "GET", "/sessions/"+w.s.ID+"/volume/in/data.json", nil, ""); st != 200 || body != `{"a": 1}` {
 		t.Fatalf("owner Volume.get: %d %q", st, body)
 	}
