@@ -158,6 +158,10 @@ func TestBashkitMatchesCoreutils(t *testing.T) {
 			"base64 old.txt", "base64 old.txt | base64 -d", "base32 c.csv", "md5sum old.txt", "sha1sum old.txt", "sha256sum old.txt new.txt",
 			"sha512sum c.csv", "cksum old.txt", "sha256sum old.txt > s && sha256sum -c s", "sum old.txt",
 		},
+		"archives": {
+			"gzip -c old.txt | gunzip", "gzip -k old.txt && zcat old.txt.gz && ls old*", "gzip new.txt && ls new* && gunzip new.txt.gz && cat new.txt",
+			"tar cf a.tar d && tar tf a.tar | sort", "tar czf a.tgz d && mkdir out && tar xzf a.tgz -C out && cat out/d/e/f.txt",
+		},
 		"misc": {
 			"seq 5", "seq 2 3 20", "seq -s, 1 5", "seq -w 8 11", "printf '%s=%d\\n' a 1 b 2", "echo -e 'a\\tb'", "expr 3 + 4 \\* 2",
 			"expr length hello", "expr substr hello 2 3", "echo a b c | xargs -n1", "printf '1\\n2\\n' | xargs -I{} echo item {}", "ls *.txt | xargs wc -l",
@@ -200,6 +204,14 @@ func TestBashkitUnknownCommandAndJq(t *testing.T) {
 		"env": map[string]string{"NAME": "from env"}}, CallRequest{})
 	if out.Stdout != "b\n17\nfrom env\n" {
 		t.Fatalf("jq/env: %+v", out)
+	}
+	out, _ = bashkit(t, dir, false, map[string]any{"script": "zip -q z.zip j.json && rm j.json && unzip -q z.zip && jq -c .items[0] j.json && unzip -l z.zip"}, CallRequest{})
+	if !strings.HasPrefix(out.Stdout, `{"name":"a","price":5}`+"\n") || !strings.Contains(out.Stdout, "j.json") || len(out.FilesWritten) != 2 {
+		t.Fatalf("zip/unzip: %+v", out)
+	}
+	out, _ = bashkit(t, dir, false, map[string]any{"script": "printf 'x' > ../evil.txt; ls"}, CallRequest{})
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "evil.txt")); err == nil {
+		t.Fatalf("a script wrote outside the volume: %+v", out)
 	}
 	out, _ = bashkit(t, "", false, map[string]any{"script": "tr a-z A-Z | sort -r", "stdin": "b\na\nc\n"}, CallRequest{})
 	if out.Stdout != "C\nB\nA\n" {

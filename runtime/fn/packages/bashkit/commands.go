@@ -41,6 +41,8 @@ func init() {
 		"base64": cmdBase64, "base32": cmdBase32, "md5sum": hashCmd("md5"), "sha1sum": hashCmd("sha1"),
 		"sha224sum": hashCmd("sha224"), "sha256sum": hashCmd("sha256"), "sha384sum": hashCmd("sha384"),
 		"sha512sum": hashCmd("sha512"), "cksum": cmdCksum, "jq": cmdJq,
+		// archives
+		"gzip": cmdGzip, "gunzip": cmdGzip, "zcat": cmdGzip, "tar": cmdTar, "zip": cmdZip, "unzip": cmdUnzip,
 		// shell helpers and the system
 		"echo": cmdEcho, "printf": cmdPrintf, "seq": cmdSeq, "yes": cmdYes, "date": cmdDate, "sleep": cmdSleep,
 		"env": cmdEnv, "printenv": cmdPrintenv, "expr": cmdExpr, "xargs": cmdXargs, "which": cmdWhich,
