@@ -66,10 +66,11 @@ check:
 	@! $(GO) list -deps ./runtime/... | grep -E 'labstack/echo|a-h/templ|subako/(handlers|views|web)$$' || { echo "runtime imports the web layer"; exit 1; }
 
 # What the tests start for real: Chromium, bubblewrap and slirp4netns (Debian),
-# the reference MCP server and axe-core (npm). Installed only when missing.
+# the reference MCP server, axe-core and the typst compiler (npm). Installed only when missing.
 MCP_TEST_SERVER := runtime/mcpclient/testdata/server-everything
 AXE := web/testdata/axe
 INSPECTOR := web/testdata/inspector
+TYPST := runtime/fn/packages/typst/compiler
 deps:
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
@@ -82,6 +83,7 @@ deps:
 	@test -d $(MCP_TEST_SERVER)/node_modules || { echo "installing the MCP test server (npm ci)"; npm ci --prefix $(MCP_TEST_SERVER) --no-audit --no-fund --loglevel=error; }
 	@test -d $(AXE)/node_modules || { echo "installing axe-core for the browser tests (npm ci)"; npm ci --prefix $(AXE) --no-audit --no-fund --loglevel=error; }
 	@test -d $(INSPECTOR)/node_modules || { echo "installing the MCP Inspector for its strict tools/list check (npm ci)"; npm ci --prefix $(INSPECTOR) --no-audit --no-fund --loglevel=error; }
+	@test -d $(TYPST)/node_modules || { echo "installing the typst package's compiler (npm ci)"; npm ci --prefix $(TYPST) --no-audit --no-fund --loglevel=error; }
 
 clean:
 	rm -rf bin build

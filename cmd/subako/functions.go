@@ -42,6 +42,7 @@ func wireFunctions(ctx context.Context, rt *runtime.Runtime, dataDir string, all
 	log.Info("function packages loaded", "count", n, "ms", time.Since(start).Milliseconds())
 	installShipped(ctx, rt, shippedPackages, log)
 	wireNative(ctx, rt, e, log)
+	wireTypst(ctx, rt, log)
 	return nil
 }
 

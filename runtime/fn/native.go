@@ -34,6 +34,16 @@ type NativeBundle struct {
 	Command []string          `json:"command"`
 	Env     []string          `json:"env,omitempty"`
 	Files   map[string]string `json:"files,omitempty"` // guest path -> content
+	// Binds are host folders seen read-only below /opt/ (typst's compiler,
+	// installed by npm beside the server). Only the server installs a
+	// native bundle, so a host path here is the operator's.
+	Binds []NativeBind `json:"binds,omitempty"`
+}
+
+// NativeBind is a host folder a native bundle sees read-only at Guest.
+type NativeBind struct {
+	Host  string `json:"host"`
+	Guest string `json:"guest"`
 }
 
 // Limits on a bundle.
@@ -62,6 +72,11 @@ func ParseNativeBundle(data []byte) (NativeBundle, error) {
 	for p := range b.Files {
 		if !strings.HasPrefix(p, "/opt/") || strings.Contains(p, "..") {
 			return b, fieldErr("module.files", "%q must be below /opt/ and have no ..", p)
+		}
+	}
+	for i, bd := range b.Binds {
+		if !strings.HasPrefix(bd.Host, "/") || !strings.HasPrefix(bd.Guest, "/opt/") || strings.Contains(bd.Guest, "..") {
+			return b, fieldErr(fmt.Sprintf("module.binds[%d]", i), "needs an absolute host path and a guest path below /opt/ without ..")
 		}
 	}
 	for i, kv := range b.Env {
@@ -147,6 +162,9 @@ func (e *Engine) callNative(ctx context.Context, p *Package, req CallRequest) (C
 		Stdin: bytes.NewReader(stdin), Stdout: stdout, Stderr: stderr,
 		Limits:  sandbox.Limits{MemoryBytes: int64(memMB) << 20, Pids: nativeMaxProcesses},
 		Timeout: timeout,
+	}
+	for _, bd := range p.bundle.Binds {
+		shot.Binds = append(shot.Binds, local.OneShotBind{Host: bd.Host, Guest: bd.Guest})
 	}
 	var vol *nativeVolume
 	if req.Volume != nil {
