@@ -6,6 +6,7 @@ import (
 
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/fn"
+	htmlrender "github.com/subako/subako/runtime/fn/packages/html-render"
 	"github.com/subako/subako/runtime/fn/packages/python"
 )
 
@@ -18,13 +19,21 @@ func wireNative(ctx context.Context, rt *runtime.Runtime, e *fn.Engine, log *slo
 	e.SetNative(cfg)
 	e.CleanNative() // what a server that died left, past any live call's age
 	if err := fn.NativeAvailable(ctx, cfg); err != nil {
-		log.Warn("native function packages (python) cannot run on this machine: their calls fail", "err", err)
+		log.Warn("native function packages (python, html-render) cannot run on this machine: their calls fail", "err", err)
 	}
-	v, installed, err := rt.EnsureFunction(ctx, runtime.FunctionInstallInput{Manifest: python.Manifest(), Wasm: python.Bundle()})
-	switch {
-	case err != nil:
-		log.Error("shipped function package not installed", "package", "python", "err", err)
-	case installed:
-		log.Info("shipped function package installed", "package", v.Name+"@"+v.Version, "engine", fn.EngineNative)
+	for _, pkg := range []struct {
+		name             string
+		manifest, bundle []byte
+	}{
+		{"python", python.Manifest(), python.Bundle()},
+		{"html-render", htmlrender.Manifest(), htmlrender.Bundle()},
+	} {
+		v, installed, err := rt.EnsureFunction(ctx, runtime.FunctionInstallInput{Manifest: pkg.manifest, Wasm: pkg.bundle})
+		switch {
+		case err != nil:
+			log.Error("shipped function package not installed", "package", pkg.name, "err", err)
+		case installed:
+			log.Info("shipped function package installed", "package", v.Name+"@"+v.Version, "engine", fn.EngineNative)
+		}
 	}
 }

@@ -34,3 +34,7 @@ func Bundle() []byte {
 	})
 	return b
 }
+
+// Module is the `subako` module's source (subako.py), which other native
+// packages with a Python runner (html-render) ship too.
+func Module() string { return module }
