@@ -20,6 +20,7 @@ var ErrNotAvailable = errors.New("not available on this server yet")
 // SandboxExec is one exec in a session's sandbox, for the sandbox runner.
 type SandboxExec struct {
 	SessionID string
+	CallID    string
 	Grant     tools.Sandbox
 	Input     json.RawMessage
 }
@@ -262,7 +263,7 @@ func (r *Runtime) dispatch(ctx context.Context, call models.ToolCall, s models.S
 		}
 		ctx, cancel := context.WithTimeout(ctx, 3700*time.Second)
 		defer cancel()
-		return r.runners.Sandbox(ctx, SandboxExec{SessionID: s.ID, Grant: t.Sandbox, Input: input})
+		return r.runners.Sandbox(ctx, SandboxExec{SessionID: s.ID, CallID: call.ID, Grant: t.Sandbox, Input: input})
 	case tools.KindFn:
 		if r.runners.Function == nil {
 			return nil, fmt.Errorf("functions are %w", ErrNotAvailable)

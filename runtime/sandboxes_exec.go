@@ -24,7 +24,12 @@ func (r *Runtime) runSandbox(ctx context.Context, e SandboxExec) (json.RawMessag
 		return nil, err
 	}
 	key := sandbox.Key{SessionID: e.SessionID, Grant: e.Grant.Name, Release: e.Grant.Environment.Release, Network: e.Grant.Network.Type}
+	vol := r.sandboxVolume(ctx, e, &key)
 	res, err := set.mgr.Exec(ctx, key, req)
+	if verr := vol.after(ctx); verr != nil {
+		out, _ := fitRecorded(res)
+		return out, errors.Join(execError(err), verr)
+	}
 	if err != nil {
 		var out json.RawMessage
 		if res != (sandbox.ExecResult{}) {

@@ -34,6 +34,11 @@ type Spec struct {
 	// /skills/<name>.
 	Skills map[string]string
 	Limits Limits
+	// VolumeDir, if set, is the session's volume folder, bound at /volume:
+	// read-only, or read-write with VolumeWrite. It is the session's, not
+	// the sandbox's: no archive of /workspace includes it.
+	VolumeDir   string
+	VolumeWrite bool
 }
 
 // Driver starts machines. The local driver uses bubblewrap; a Kubernetes

@@ -29,6 +29,7 @@ func (m *Manager) startLocked(ctx context.Context, b *box, key Key) error {
 	machine, err := m.cfg.Driver.Start(ctx, Spec{
 		ID: b.rec.ID, Release: key.Release, Network: key.Network,
 		WorkspaceDir: m.workspaceDir(b.rec.ID), Skills: skills, Limits: m.cfg.Limits,
+		VolumeDir: key.VolumeDir, VolumeWrite: key.VolumeWrite,
 	})
 	if err != nil {
 		return m.failLocked(ctx, b, err)

@@ -56,6 +56,9 @@ type Key struct {
 	Grant     string
 	Release   string
 	Network   string
+	// VolumeDir and VolumeWrite: the session's volume at /volume (see Spec).
+	VolumeDir   string
+	VolumeWrite bool
 }
 
 // Manager starts sandboxes on their first exec, suspends them when idle,

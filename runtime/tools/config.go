@@ -67,6 +67,10 @@ type Sandbox struct {
 	Network       Network             `json:"network"`
 	DefaultPolicy string              `json:"default_policy"`
 	ToolRules     map[string]ToolRule `json:"tool_rules,omitempty"`
+	// Volume mounts the session's volume at /volume in the sandbox: "none"
+	// (the default, also written ""), "read" (read-only) or "write". An
+	// extension of the seed's format.
+	Volume string `json:"volume,omitempty"`
 }
 
 // Environment is what a sandbox boots: Type "platform" and a release line.

@@ -10,7 +10,7 @@ const SandboxTool = "exec"
 
 func (v *validator) sandbox(path string, n *node, names *[]string) Sandbox {
 	o, ok := v.object(path, n, "a sandbox grant",
-		"name", "environment", "network", "default_policy", "tool_rules")
+		"name", "environment", "network", "default_policy", "tool_rules", "volume")
 	if !ok {
 		return Sandbox{}
 	}
@@ -18,6 +18,7 @@ func (v *validator) sandbox(path string, n *node, names *[]string) Sandbox {
 	g.Environment = v.environment(o)
 	g.Network = v.network(o)
 	g.DefaultPolicy = v.defaultPolicy(o)
+	g.Volume = v.volumeSetting(o, "what the sandbox may do in the session's volume, mounted at /volume")
 	g.ToolRules = v.toolRules(o, func(tool string) string {
 		if tool == SandboxTool {
 			return ""

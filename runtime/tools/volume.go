@@ -16,6 +16,11 @@ const (
 // write. "none" is stored as "", so a grant that never names the volume and
 // one that says none read alike.
 func (v *validator) volumeAccess(o obj) string {
+	return v.volumeSetting(o, "what the package's calls may do in the session's /volume")
+}
+
+// volumeSetting reads a grant's "volume" setting; what says what it grants.
+func (v *validator) volumeSetting(o obj, what string) string {
 	n, ok := o.fs["volume"]
 	if !ok || n.kind == nullNode {
 		return ""
@@ -26,7 +31,7 @@ func (v *validator) volumeAccess(o obj) string {
 	}
 	if !slices.Contains([]string{VolumeNone, VolumeRead, VolumeWrite}, n.str) {
 		v.add(n.off, fieldError(o.at("volume"), "invalid_volume", fmt.Sprintf(
-			"volume must be none, read or write (what the package's calls may do in the session's /volume); found %s", quoteShort(n.str))))
+			"volume must be none, read or write (%s); found %s", what, quoteShort(n.str))))
 		return ""
 	}
 	if n.str == VolumeNone {

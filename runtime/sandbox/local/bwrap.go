@@ -128,6 +128,13 @@ func mountArgs(fds *fdTable, spec sandbox.Spec) ([]string, error) {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	args := []string{"--bind-fd", ws, "/workspace"}
+	if spec.VolumeDir != "" {
+		vol, err := volumeBind(fds, spec)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, vol...)
+	}
 	if len(spec.Skills) == 0 {
 		return args, nil
 	}

@@ -21,6 +21,8 @@ import (
 func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, spec sandbox.Spec, cg *cgroups, disk *workspaceDisk, slots string) (*Machine, error) {
 	fds := &fdTable{}
 	defer fds.close()
+	volumeDir := spec.VolumeDir
+	uid, gid := d.ids()
 	var extra []string
 	if slots != "" {
 		fd, err := fds.open(slots)
@@ -29,11 +31,16 @@ func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, s
 		}
 		extra = []string{"--bind-fd", fd, execPidsMount}
 	}
-	skel, err := d.skeletonFor(releaseRoot, spec.Network, agent)
+	skel, err := d.skeletonFor(releaseRoot, spec.Network, agent, spec.VolumeDir != "")
 	if err != nil {
 		return nil, err
 	}
 	skel.touch()
+	spec, unstage, err := d.stageVolume(spec)
+	defer unstage() // the sandbox's own mount of the volume outlives the staging one
+	if err != nil {
+		return nil, err
+	}
 	args, err := bwrapArgs(fds, skel, releaseRoot, spec, d.cfg.TmpBytes, extra...)
 	if err != nil {
 		return nil, err
@@ -55,6 +62,7 @@ func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, s
 		return nil, err
 	}
 	m.disk = disk
+	m.volumeDir, m.volumeUID, m.volumeGID = volumeDir, uid, gid
 	return m, nil
 }
 

@@ -27,6 +27,10 @@ type Machine struct {
 	disk     *workspaceDisk
 	stderr   *tailBuffer
 	exited   chan struct{}
+	// volumeDir is the session's volume bound at /volume (or ""), given
+	// to the sandbox's host user before each exec.
+	volumeDir            string
+	volumeUID, volumeGID int
 
 	stopOnce sync.Once
 	stopErr  error
@@ -37,6 +41,7 @@ func (m *Machine) HostPID() int { return m.childPID }
 
 // Exec implements sandbox.Machine.
 func (m *Machine) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	m.giveVolume()
 	res, err := m.client.Exec(ctx, req)
 	if errors.Is(err, sandbox.ErrMachineExited) {
 		return res, fmt.Errorf("%w (%s)", err, m.stderr.String())

@@ -48,8 +48,14 @@ type skeletons struct {
 
 // skeletonFor returns the skeleton of a release root and network mode for
 // the staged agent, making it if needed.
-func (d *Driver) skeletonFor(releaseRoot, network, agent string) (*skeleton, error) {
+//
+// With volume the root has a /volume mount point (the session's volume is
+// bound there); without, a sandbox has no /volume at all.
+func (d *Driver) skeletonFor(releaseRoot, network, agent string, volume bool) (*skeleton, error) {
 	name, err := skeletonName(releaseRoot, network, agent)
+	if volume {
+		name += "-volume"
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +67,7 @@ func (d *Driver) skeletonFor(releaseRoot, network, agent string) (*skeleton, err
 		}
 		delete(d.skel.ready, name) // the run folder was cleaned
 	}
-	s, err := makeSkeleton(d.cfg.RunDir, name, releaseRoot, network, agent)
+	s, err := makeSkeleton(d.cfg.RunDir, name, releaseRoot, network, agent, volume)
 	if err != nil {
 		return nil, fmt.Errorf("local: prepare the sandbox root of release %s: %w", releaseRoot, err)
 	}
@@ -98,7 +104,7 @@ func skeletonName(root, network, agent string) (string, error) {
 
 // makeSkeleton builds the skeleton in a temporary folder and renames it into
 // place, so a skeleton that exists is complete.
-func makeSkeleton(runDir, name, root, network, agent string) (*skeleton, error) {
+func makeSkeleton(runDir, name, root, network, agent string, volume bool) (*skeleton, error) {
 	dir := filepath.Join(runDir, name)
 	s := &skeleton{dir: dir}
 	for _, top := range releaseTop {
@@ -114,7 +120,7 @@ func makeSkeleton(runDir, name, root, network, agent string) (*skeleton, error) 
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	if err := fillSkeleton(tmp, root, network, agent); err != nil {
+	if err := fillSkeleton(tmp, root, network, agent, volume); err != nil {
 		return nil, err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
@@ -130,10 +136,15 @@ func makeSkeleton(runDir, name, root, network, agent string) (*skeleton, error) 
 	return s, nil
 }
 
-func fillSkeleton(dst, root, network, agent string) error {
+func fillSkeleton(dst, root, network, agent string, volume bool) error {
 	mkdir := func(p string) error { return os.MkdirAll(filepath.Join(dst, p), 0o755) }
 	for _, p := range []string{"usr", "proc", "dev", "tmp", "workspace", "skills", "etc/ssl", "etc/alternatives", strings.TrimPrefix(sandbox.ExecPidsDir, "/")} {
 		if err := mkdir(p); err != nil {
+			return err
+		}
+	}
+	if volume {
+		if err := mkdir("volume"); err != nil {
 			return err
 		}
 	}
