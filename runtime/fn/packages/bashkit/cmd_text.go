@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,6 +104,7 @@ func cmdGrep(c *cmdCtx) int {
 		ops = c.expandTree(ops, f.get("I", ""))
 	}
 	names := (len(ops) > 1 || f.has("r") || f.has("R")) && !f.has("h") || f.has("H")
+	invert, quiet, listing, counting, only, numbers := f.has("v"), f.has("q"), f.has("l") || f.has("L"), f.has("c"), f.has("o"), f.has("n")
 	matched := false
 	st := c.each(ops, func(name string, r io.Reader) error {
 		if name == "-" {
@@ -115,7 +117,7 @@ func cmdGrep(c *cmdCtx) int {
 			if names {
 				p = name + sep
 			}
-			if f.has("n") {
+			if numbers {
 				p += strconv.Itoa(n) + sep
 			}
 			return p
@@ -131,9 +133,9 @@ func cmdGrep(c *cmdCtx) int {
 				}
 				return nil
 			}
-			hit := re.MatchString(l) != f.has("v")
+			hit := re.MatchString(l) != invert
 			if !hit {
-				if pendingAfter > 0 && !f.has("c") && !f.has("l") && !f.has("L") && !f.has("q") {
+				if pendingAfter > 0 && !counting && !listing && !quiet {
 					pendingAfter--
 					lastShown = n
 					_, err := fmt.Fprintln(c.out, prefix(n, "-")+l)
@@ -149,7 +151,7 @@ func cmdGrep(c *cmdCtx) int {
 			}
 			count++
 			matched = true
-			if f.has("q") || f.has("l") || f.has("L") || f.has("c") {
+			if quiet || listing || counting {
 				return nil
 			}
 			if (before > 0 || after > 0) && lastShown > 0 && n-len(ring) > lastShown+1 {
@@ -160,7 +162,7 @@ func cmdGrep(c *cmdCtx) int {
 			}
 			ring = ring[:0]
 			lastShown, pendingAfter = n, after
-			if f.has("o") && !f.has("v") {
+			if only && !invert {
 				for _, m := range re.FindAllString(l, -1) {
 					if m != "" {
 						if _, err := fmt.Fprintln(c.out, prefix(n, ":")+m); err != nil {
@@ -293,6 +295,7 @@ func cmdSort(c *cmdCtx) int {
 		keys = append(keys, key)
 	}
 	whole := sortKey{numeric: f.has("n"), fold: f.has("f"), human: f.has("h"), general: f.has("g")}
+	version, stable := f.has("V"), f.has("s") || f.has("u") // read once: cmp runs n log n times
 	cmpKey := func(a, b string, k sortKey) int {
 		if k.f1 > 0 {
 			a, b = keyField(a, sep, k), keyField(b, sep, k)
@@ -303,7 +306,7 @@ func cmdSort(c *cmdCtx) int {
 			r = cmpNum(numPrefix(a), numPrefix(b))
 		case k.human:
 			r = cmpNum(humanNum(a), humanNum(b))
-		case f.has("V"):
+		case version:
 			r = cmpVersion(a, b)
 		case k.fold:
 			r = strings.Compare(strings.ToUpper(a), strings.ToUpper(b))
@@ -326,7 +329,7 @@ func cmdSort(c *cmdCtx) int {
 				return r
 			}
 		}
-		if f.has("s") || f.has("u") {
+		if stable {
 			return 0
 		}
 		return strings.Compare(a, b) // GNU's last resort: the whole line, bytewise
@@ -344,7 +347,7 @@ func cmdSort(c *cmdCtx) int {
 		}
 		return 0
 	}
-	sort.SliceStable(lines, func(i, j int) bool { return cmp(lines[i], lines[j]) < 0 })
+	slices.SortStableFunc(lines, cmp)
 	if f.has("u") {
 		out := lines[:0]
 		for i, l := range lines {
@@ -784,14 +787,15 @@ func cmdCut(c *cmdCtx) int {
 		return c.fail("the delimiter must be a single character")
 	}
 	outDelim := f.get("O", delim)
+	fields, onlyDelimited, complement, chars := f.has("f"), f.has("s"), f.has("C"), f.has("c")
 	bw := bufio.NewWriter(c.out)
 	defer bw.Flush()
 	return c.each(f.rest, func(_ string, r io.Reader) error {
 		return scanLines(r, func(l string) error {
 			var out string
-			if f.has("f") {
+			if fields {
 				if !strings.Contains(l, delim) {
-					if f.has("s") {
+					if onlyDelimited {
 						return nil
 					}
 					out = l
@@ -799,7 +803,7 @@ func cmdCut(c *cmdCtx) int {
 					parts := strings.Split(l, delim)
 					var kept []string
 					for i, p := range parts {
-						if inRanges(rs, i+1) != f.has("C") {
+						if inRanges(rs, i+1) != complement {
 							kept = append(kept, p)
 						}
 					}
@@ -808,7 +812,7 @@ func cmdCut(c *cmdCtx) int {
 			} else {
 				var b strings.Builder
 				units := []string{}
-				if f.has("c") {
+				if chars {
 					for _, r := range l {
 						units = append(units, string(r))
 					}
@@ -818,7 +822,7 @@ func cmdCut(c *cmdCtx) int {
 					}
 				}
 				for i, u := range units {
-					if inRanges(rs, i+1) != f.has("C") {
+					if inRanges(rs, i+1) != complement {
 						b.WriteString(u)
 					}
 				}
