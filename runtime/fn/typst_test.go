@@ -184,6 +184,24 @@ func TestTypstErrorsComeBackWithLines(t *testing.T) {
 	}
 	wantIn(t, "error", out.Error, "broken.typ:2:")
 
+	// No network, and no file outside the volume: both are Typst errors.
+	for src, want := range map[string]string{
+		"#import \"@preview/cetz:0.3.1\": *\nx": "failed to download package",
+		"#read(\"../../etc/passwd\")":        "cannot read file outside of project root",
+		"#read(\"/etc/passwd\")":             "file not found (searched at etc/passwd)",
+	} {
+		out, _, err := typstCompile(t, e, p, map[string]any{"source": src, "output": "x.pdf"}, readWrite(dir))
+		if err != nil || out.OK {
+			t.Fatalf("%s: %+v, %v", src, out, err)
+		}
+		wantIn(t, "error", out.Error, want)
+	}
+	// An unknown font is a warning, and the text falls back to another.
+	out, _, err = typstCompile(t, e, p, map[string]any{"source": "#set text(font: \"No Such Font\")\nhello", "output": "w.pdf"}, readWrite(dir))
+	if err != nil || !out.OK || len(out.Warnings) != 1 || !strings.Contains(out.Warnings[0], "unknown font family: no such font") {
+		t.Fatalf("unknown font: %+v, %v", out, err)
+	}
+
 	// Inputs the runner refuses, naming the field.
 	for _, tt := range []struct {
 		input map[string]any
@@ -206,4 +224,39 @@ func TestTypstErrorsComeBackWithLines(t *testing.T) {
 			t.Errorf("%.60v: accepted", in)
 		}
 	}
+}
+
+// BenchmarkTypstCompile: the 2-page report through the engine (a fresh
+// sandbox, node and the compiler per call) beside the same compile by the
+// host's node with no sandbox.
+func BenchmarkTypstCompile(b *testing.B) {
+	e, p := typstPackage(b)
+	dir := b.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "pics"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	writePNG(&testing.T{}, filepath.Join(dir, "pics", "chart.png"), 160, 90)
+	in, _ := json.Marshal(map[string]any{"source": typstReport, "output": "r.pdf", "overwrite": true})
+	b.Run("call", func(b *testing.B) {
+		for b.Loop() {
+			res, err := e.Call(context.Background(), p, CallRequest{Tool: "compile", Input: in, Volume: readWrite(dir)})
+			if err != nil || !bytes.Contains(res.Output, []byte(`"ok":true`)) {
+				b.Fatalf("%s %v", res.Output, err)
+			}
+		}
+	})
+	modules, _ := typst.Modules(".")
+	script := `const {NodeCompiler} = require(process.argv[1] + "/@myriaddreamin/typst-ts-node-compiler");
+const c = NodeCompiler.create({workspace: process.argv[2]});
+const r = c.compile({mainFileContent: require("fs").readFileSync(0, "utf8")});
+require("fs").writeFileSync(process.argv[2] + "/bare.pdf", c.pdf(r.result));`
+	b.Run("bare-node", func(b *testing.B) {
+		for b.Loop() {
+			cmd := exec.Command("/usr/bin/node", "-e", script, modules, dir)
+			cmd.Stdin = strings.NewReader(typstReport)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%s %v", out, err)
+			}
+		}
+	})
 }
