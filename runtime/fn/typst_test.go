@@ -187,8 +187,8 @@ func TestTypstErrorsComeBackWithLines(t *testing.T) {
 	// No network, and no file outside the volume: both are Typst errors.
 	for src, want := range map[string]string{
 		"#import \"@preview/cetz:0.3.1\": *\nx": "failed to download package",
-		"#read(\"../../etc/passwd\")":        "cannot read file outside of project root",
-		"#read(\"/etc/passwd\")":             "file not found (searched at etc/passwd)",
+		"#read(\"../../etc/passwd\")":           "cannot read file outside of project root",
+		"#read(\"/etc/passwd\")":                "file not found (searched at etc/passwd)",
 	} {
 		out, _, err := typstCompile(t, e, p, map[string]any{"source": src, "output": "x.pdf"}, readWrite(dir))
 		if err != nil || out.OK {
