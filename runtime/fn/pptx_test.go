@@ -3,6 +3,7 @@ package fn
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"errors"
 	"image"
 	"image/color"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writePNG(t *testing.T, path string, w, h int) {
@@ -110,7 +112,9 @@ func TestPptxBuildsADeckAnydocReadsBack(t *testing.T) {
 			}
 		}
 		outDir := t.TempDir()
-		cmd := exec.CommandContext(t.Context(), soffice, "--headless", "-env:UserInstallation=file://"+t.TempDir(), "--convert-to", "pdf", "--outdir", outDir, file)
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, soffice, "--headless", "-env:UserInstallation=file://"+t.TempDir(), "--convert-to", "pdf", "--outdir", outDir, file)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("soffice: %v\n%s", err, b)
 		}
