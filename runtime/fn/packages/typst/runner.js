@@ -48,7 +48,8 @@ function main() {
   const { NodeCompiler } = require('/opt/subako/typst/node_modules/@myriaddreamin/typst-ts-node-compiler');
   // The workspace is the volume: #image("pics/a.png") and #include read
   // its files (read-only access suffices for them). Fonts: the compiler's
-  // embedded ones (Libertinus Serif, New Computer Modern, DejaVu Sans Mono).
+  // embedded ones (Libertinus Serif, New Computer Modern, DejaVu Sans Mono)
+  // and those it finds under the host's /usr/share/fonts.
   const compiler = NodeCompiler.create({ workspace: VOLUME, inputs: a.inputs || {} });
   const doc = {};
   if (typeof a.source === 'string') {
