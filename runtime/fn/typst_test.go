@@ -218,6 +218,16 @@ func TestTypstErrorsComeBackWithLines(t *testing.T) {
 			t.Errorf("%v: %+v, %v; want field %s", tt.input, out, err, tt.field)
 		}
 	}
+	// A PDF over the volume's file limit is a write error naming output,
+	// and nothing is left.
+	small := &VolumeMount{Dir: dir, Write: true, MaxFileBytes: 4096, MaxNewBytes: 1 << 20, MaxNewFiles: 10}
+	out, _, err = typstCompile(t, e, p, map[string]any{"source": "#lorem(500)", "output": "huge.pdf"}, small)
+	if err != nil || out.OK || out.Field != "output" || !strings.Contains(out.Error, "EFBIG") {
+		t.Fatalf("over the file limit: %+v, %v", out, err)
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "*huge*")); len(names) != 0 {
+		t.Fatalf("left %v", names)
+	}
 	// The schema refuses what the runner never sees.
 	for _, in := range []map[string]any{{"output": "x.pdf"}, {"source": "x", "output": "x.png"}, {"source": strings.Repeat("x", 1<<20+1), "output": "x.pdf"}} {
 		if _, _, err := typstCompile(t, e, p, in, readWrite(dir)); err == nil {
@@ -259,4 +269,22 @@ require("fs").writeFileSync(process.argv[2] + "/bare.pdf", c.pdf(r.result));`
 			}
 		}
 	})
+}
+
+// A bundle's binds are host folders seen read-only below /opt/ only.
+func TestNativeBundleBindsChecked(t *testing.T) {
+	for _, bd := range []string{
+		`{"host": "/usr/lib", "guest": "/etc/x"}`,
+		`{"host": "usr/lib", "guest": "/opt/x"}`,
+		`{"host": "/usr/lib", "guest": "/opt/../etc"}`,
+	} {
+		_, err := ParseNativeBundle([]byte(`{"command": ["/bin/true"], "binds": [` + bd + `]}`))
+		if err == nil || !strings.Contains(err.Error(), "module.binds[0]") {
+			t.Errorf("%s: %v", bd, err)
+		}
+	}
+	b, err := ParseNativeBundle(typst.Bundle("/somewhere/node_modules"))
+	if err != nil || len(b.Binds) != 1 || b.Binds[0].Guest != "/opt/subako/typst/node_modules" {
+		t.Fatalf("typst's bundle: %+v, %v", b, err)
+	}
 }

@@ -66,8 +66,10 @@ func check(m string) (string, error) {
 func Bundle(modules string) []byte {
 	b, _ := json.Marshal(map[string]any{
 		// The compiler prints its diagnostics (with line and column) on fd 2:
-		// they go to a file the runner reads back into the answer.
-		"command": []string{"/bin/sh", "-c", "exec /usr/bin/node /opt/subako/typst/runner.js 2>/tmp/.typst-errors"},
+		// they go to a file the runner reads back into the answer. SIGXFSZ
+		// is ignored so a PDF over the volume's file limit (RLIMIT_FSIZE)
+		// is a write error the runner answers, not a killed node.
+		"command": []string{"/bin/sh", "-c", "trap '' XFSZ; exec /usr/bin/node /opt/subako/typst/runner.js 2>/tmp/.typst-errors"},
 		"files":   map[string]string{"/opt/subako/typst/runner.js": runner},
 		"binds":   []map[string]string{{"host": modules, "guest": guestModules}},
 	})
