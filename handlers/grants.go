@@ -58,7 +58,11 @@ func grantSections(cfg tools.Config) []pages.GrantSection {
 				if g.Network.Type == tools.NetworkNone {
 					net = "No internet"
 				}
-				sec.Grants = append(sec.Grants, pages.GrantRow{Name: g.Name, Details: []string{"Platform " + g.Environment.Release, net},
+				details := []string{"Platform " + g.Environment.Release, net}
+				if g.Volume != "" {
+					details = append(details, "volume: "+g.Volume)
+				}
+				sec.Grants = append(sec.Grants, pages.GrantRow{Name: g.Name, Details: details,
 					Policy: g.DefaultPolicy, Rules: ruleLines(g.ToolRules)})
 			}
 		case tools.KindFn:
@@ -141,6 +145,7 @@ func fillFromConfig(f *pages.GrantForm, cfg tools.Config) bool {
 		if i := slices.IndexFunc(cfg.Sandboxes, func(g tools.Sandbox) bool { return g.Name == f.Current }); i >= 0 {
 			g := cfg.Sandboxes[i]
 			f.Name, f.Release, f.Network, f.Policy = g.Name, g.Environment.Release, g.Network.Type, g.DefaultPolicy
+			f.Volume = g.Volume
 			rules(g.ToolRules)
 			return true
 		}
@@ -318,6 +323,9 @@ func grantJSON(f pages.GrantForm) json.RawMessage {
 	case tools.KindSandbox:
 		g = map[string]any{"name": f.Name, "environment": map[string]string{"type": "platform", "release": f.Release},
 			"network": map[string]string{"type": f.Network}, "default_policy": f.Policy, "tool_rules": ruleJSON}
+		if f.Volume != "" && f.Volume != tools.VolumeNone {
+			g["volume"] = f.Volume // none, the default, is left unsaid
+		}
 	case tools.KindFn:
 		pkg, ver, _ := strings.Cut(f.Package, "@")
 		origins := []string{}

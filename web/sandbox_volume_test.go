@@ -3,6 +3,7 @@ package web_test
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,5 +116,42 @@ func TestSandboxSeesTheVolumePerItsGrant(t *testing.T) {
 	// No grant: no /volume at all.
 	if out, c := run("plain", "test -e /volume && echo there || echo absent"); c.Status != "succeeded" || !strings.Contains(out, "absent") {
 		t.Fatalf("a sandbox without the grant: %s %s", c.Status, out)
+	}
+}
+
+func TestSandboxGrantVolumeSettingIsCheckedShownAndKeptByTheEditor(t *testing.T) {
+	e := newEnv(t)
+	browser := e.owner()
+	owner := browser.token()
+	_, draft := e.agentWithDraft(owner)
+	bad := strings.Replace(volumeSandboxConfig, `"volume": "read"`, `"volume": "ro"`, 1)
+	st, raw := e.rawAPI(owner, "PUT", "/versions/"+draft.ID+"/config", bad)
+	if body := string(raw); st != 422 || !strings.Contains(body, "sandboxes[0].volume") || !strings.Contains(body, "invalid_volume") ||
+		!strings.Contains(body, "none, read or write") {
+		t.Fatalf("a bad sandbox volume setting: %d %s", st, body)
+	}
+	if st, body := e.rawAPI(owner, "PUT", "/versions/"+draft.ID+"/config", volumeSandboxConfig); st != 200 {
+		t.Fatalf("Version.update: %d %s", st, body)
+	}
+	// The version page lists it beside the sandbox; the form shows it.
+	if _, page := browser.get("/versions/" + draft.ID); !strings.Contains(page, "volume: read") || !strings.Contains(page, "volume: write") {
+		t.Fatalf("the version page does not show the sandboxes' volume settings")
+	}
+	if _, page := browser.get("/versions/" + draft.ID + "/grants/sandbox/reader/edit"); !strings.Contains(page, `value="read" checked`) ||
+		!strings.Contains(page, "Session volume, at /volume") {
+		t.Fatalf("the sandbox grant form does not show volume read:\n%s", page)
+	}
+	form := url.Values{"name": {"reader"}, "release": {"2026"}, "network": {"none"}, "default_policy": {"allow"}, "volume": {"write"}}
+	if resp, page := browser.post("/versions/"+draft.ID+"/grants/sandbox/reader", form); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("saving the grant: %d\n%s", resp.StatusCode, page)
+	}
+	var v version
+	if st := e.api(owner, "GET", "/versions/"+draft.ID, nil, &v); st != 200 || strings.Count(string(v.Config), `"volume":"write"`) != 2 {
+		t.Fatalf("after the form: %d %s", st, v.Config)
+	}
+	form.Set("volume", "none")
+	browser.post("/versions/"+draft.ID+"/grants/sandbox/reader", form)
+	if e.api(owner, "GET", "/versions/"+draft.ID, nil, &v); strings.Count(string(v.Config), `"volume"`) != 1 {
+		t.Fatalf("volume none is written out: %s", v.Config)
 	}
 }
