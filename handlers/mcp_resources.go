@@ -77,9 +77,8 @@ func readAnswer[R mcp.Result](res R, err error) (mcp.Result, error) {
 	}
 	var up *runtime.UpstreamError
 	if errors.As(err, &up) {
-		var rpc *jsonrpc.Error
-		if errors.As(up.Err, &rpc) {
-			return nil, &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
+		if up.RPC != nil {
+			return nil, up.RPC
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: up.Error()}
 	}

@@ -294,14 +294,15 @@ func (r *Runtime) runMCP(ctx context.Context, s models.Session, t offered, input
 	}
 	res, err := r.mcp.Call(ctx, t.URL, mcpPoolKey(s.ID, credID), attach, t.Tool.Tool, input)
 	if err != nil {
-		return nil, err
+		return nil, hideCredentialIn(ctx, err, attach)
 	}
 	if t.discoveryFailed {
 		r.discoveryAnswered(ctx, t.URL, credID)
 	}
-	out := mcpOutput(res)
+	secrets := credentialValues(ctx, attach)
+	out := hideCredentialsInJSON(mcpOutput(res), secrets)
 	if res.IsError {
-		return out, fmt.Errorf("the tool answered with an error: %s", truncate(res.Text, 2000))
+		return out, fmt.Errorf("the tool answered with an error: %s", truncate(hideCredentials(res.Text, secrets), 2000))
 	}
 	return out, nil
 }

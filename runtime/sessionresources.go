@@ -2,11 +2,13 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/subako/subako/runtime/mcpclient"
@@ -164,7 +166,7 @@ func (r *Runtime) SessionResourceRead(ctx context.Context, p Principal, id, uri,
 		}
 		out, err = r.mcp.ReadResource(ctx, g.URL, key, attach, own)
 		if err != nil {
-			return upstreamError(g.Name, err)
+			return upstreamError(ctx, g.Name, err, attach)
 		}
 		for _, c := range out.Contents {
 			if c != nil && c.URI != "" {
@@ -193,7 +195,7 @@ func (r *Runtime) SessionPromptGet(ctx context.Context, p Principal, id, name st
 		}
 		out, err = r.mcp.GetPrompt(ctx, g.URL, key, attach, own, args)
 		if err != nil {
-			return upstreamError(g.Name, err)
+			return upstreamError(ctx, g.Name, err, attach)
 		}
 		return nil
 	}, id, truncate(name, 200))
@@ -239,16 +241,36 @@ func (r *Runtime) offeringGrant(ctx context.Context, p Principal, id, grant, wha
 // refused: its JSON-RPC error, passed on by the session's endpoint.
 type UpstreamError struct {
 	Grant string
-	Err   error
+	Err   error // its text without the session's credential for the server
+	// RPC is the server's JSON-RPC error as the agent gets it: its code, its
+	// message cut at maxUpstreamMessage bytes and its data kept only up to
+	// maxUpstreamData, the credential cut out of both. nil when the server
+	// answered no JSON-RPC error.
+	RPC *jsonrpc.Error
 }
+
+// Bounds of a server's JSON-RPC error passed on to the agent.
+const (
+	maxUpstreamMessage = 512
+	maxUpstreamData    = 1024
+)
 
 func (e *UpstreamError) Error() string { return fmt.Sprintf("MCP server %q: %v", e.Grant, e.Err) }
 func (e *UpstreamError) Unwrap() error { return e.Err }
 
-func upstreamError(grant string, err error) error {
+func upstreamError(ctx context.Context, grant string, err error, attach attachFunc) error {
 	if errors.Is(err, mcpclient.ErrNoCapability) {
 		return &Error{Kind: KindNotFound, Code: "unknown_resource", Title: "Not offered",
 			Detail: fmt.Sprintf("MCP server %q does not offer resources or prompts", grant)}
 	}
-	return &UpstreamError{Grant: grant, Err: err}
+	secrets := credentialValues(ctx, attach)
+	up := &UpstreamError{Grant: grant, Err: hideCredentialIn(ctx, err, attach)}
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) {
+		up.RPC = &jsonrpc.Error{Code: rpc.Code, Message: truncate(hideCredentials(rpc.Message, secrets), maxUpstreamMessage)}
+		if data := hideCredentials(string(rpc.Data), secrets); len(data) <= maxUpstreamData && json.Valid([]byte(data)) {
+			up.RPC.Data = json.RawMessage(data)
+		}
+	}
+	return up
 }

@@ -213,6 +213,7 @@ func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh b
 		return last, known, d.Error
 	}
 	found, err := r.mcp.Discover(ctx, url, mcpPoolKey(sessionID, credID), attach)
+	err = hideCredentialIn(ctx, err, attach)
 	d = models.MCPDiscovery{URL: url, CredentialID: credID, Tools: d.Tools, DiscoveredAt: r.now()}
 	if err != nil {
 		// The last good list stays: a server restarting for a moment keeps its tools.

@@ -95,7 +95,7 @@ func (r *Runtime) VersionFetchTools(ctx context.Context, p Principal, id string,
 			return err
 		}
 		found, err := r.mcp.Discover(ctx, in.URL, "fetch/"+id+"/"+credID, attach)
-		if err != nil {
+		if err = hideCredentialIn(ctx, err, attach); err != nil {
 			return invalid("url", "fetch_failed", fmt.Sprintf("the MCP server at %s could not list its tools: %s", redactURL(in.URL), truncate(err.Error(), 500)))
 		}
 		listed := storedTools(found)
