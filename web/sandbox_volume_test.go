@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/sandbox"
 	"github.com/subako/subako/runtime/sandbox/local"
 	"github.com/subako/subako/runtime/volume"
 )
@@ -111,6 +112,33 @@ func TestSandboxSeesTheVolumePerItsGrant(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, s.ID, "files", "big.bin")); err == nil {
 		t.Errorf("the over-limit file is still on disk")
+	}
+
+	// Suspension archives /workspace only: the volume is the session's.
+	// After the restore /volume is bound again, files and all.
+	w.advance(sandbox.DefaultIdleTimeout)
+	var list []runtime.SandboxView
+	w.api(w.owner, "GET", "/sandboxes?session="+s.ID, nil, &list)
+	var writer runtime.SandboxView
+	for _, sb := range list {
+		if sb.Grant == "writer" {
+			writer = sb
+		}
+	}
+	if writer.State != "suspended" || writer.Archive == nil {
+		t.Fatalf("the writing sandbox after 5 idle minutes: %+v", writer)
+	}
+	st, _, archived := w.download(w.owner, writer.ID)
+	for name := range archived {
+		if strings.Contains(name, "made.txt") || strings.Contains(name, "data.txt") {
+			t.Errorf("the workspace archive holds the volume's %s", name)
+		}
+	}
+	if st != 200 {
+		t.Fatalf("download the archive: %d", st)
+	}
+	if out, c := run("writer", "cat /volume/out/made.txt"); c.Status != "succeeded" || !strings.Contains(out, "made in the sandbox") {
+		t.Fatalf("after the restore: %s %s", c.Status, out)
 	}
 
 	// No grant: no /volume at all.
