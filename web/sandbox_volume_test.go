@@ -114,6 +114,16 @@ func TestSandboxSeesTheVolumePerItsGrant(t *testing.T) {
 		t.Errorf("the over-limit file is still on disk")
 	}
 
+	// Over --volume-max-files (5, two held): the files the exec created are
+	// removed until the volume fits, and the exec says so.
+	_, c = run("writer", "for i in 1 2 3 4 5; do echo $i > /volume/n$i.txt; done")
+	if c.Status != "failed" || !strings.Contains(c.Error, "--volume-max-files 5") || !strings.Contains(c.Error, "2 files it wrote were removed") {
+		t.Fatalf("5 new files in a volume of 2 with room for 5: %s %q", c.Status, c.Error)
+	}
+	if st := w.api(s.Token, "GET", "/sessions/"+s.ID+"/volume", nil, &l); st != 200 || l.Count != 5 {
+		t.Fatalf("Volume.list after the over-limit exec: %d %+v; want 5 files", st, l)
+	}
+
 	// Suspension archives /workspace only: the volume is the session's.
 	// After the restore /volume is bound again, files and all.
 	w.advance(sandbox.DefaultIdleTimeout)
