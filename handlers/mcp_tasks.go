@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -95,14 +96,14 @@ func (m *MCP) serveHTTP(w http.ResponseWriter, req *http.Request, s *mcpSession,
 		return
 	}
 	var msg rpcMessage
-	if json.Unmarshal(body, &msg) != nil || len(msg.ID) == 0 {
+	if exactUnmarshal(body, &msg) != nil || len(msg.ID) == 0 {
 		// A batch, a notification, a response or no JSON at all: the SDK's.
 		s.handler.ServeHTTP(w, req)
 		return
 	}
 	var params taskParams
 	if len(msg.Params) > 0 {
-		_ = json.Unmarshal(msg.Params, &params)
+		_ = exactUnmarshal(msg.Params, &params)
 	}
 	switch {
 	case msg.Method == "initialize" || msg.Method == "tools/list":
@@ -134,6 +135,38 @@ func (m *MCP) serveHTTP(w http.ResponseWriter, req *http.Request, s *mcpSession,
 	default:
 		t.fail(jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q not found: the task methods are tasks/get, tasks/result, tasks/list and tasks/cancel", msg.Method))
 	}
+}
+
+// exactUnmarshal decodes a JSON object into v's fields by their exact JSON
+// names, as the SDK reads a message: encoding/json alone would take
+// "Method" or "TASKID" for "method" or "taskId", and the endpoint would act
+// on a message the SDK reads otherwise.
+func exactUnmarshal(raw []byte, v any) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return err
+	}
+	for k := range obj {
+		if !exactFields(v)[k] {
+			delete(obj, k)
+		}
+	}
+	exact, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(exact, v)
+}
+
+// exactFields are the JSON names of the fields of the struct v points to.
+func exactFields(v any) map[string]bool {
+	t := reflect.TypeOf(v).Elem()
+	out := map[string]bool{}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out[name] = true
+	}
+	return out
 }
 
 type errReader struct{ err error }
@@ -187,7 +220,7 @@ type taskRequest struct {
 // makes it (governed and recorded the same), answered at once with the task.
 func (t taskRequest) create(raw json.RawMessage) {
 	var params mcp.CallToolParamsRaw
-	if err := json.Unmarshal(raw, &params); err != nil {
+	if err := exactUnmarshal(raw, &params); err != nil {
 		t.fail(jsonrpc.CodeInvalidParams, "params of tools/call: "+err.Error())
 		return
 	}
