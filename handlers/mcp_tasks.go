@@ -468,7 +468,7 @@ func taskTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.0
 // cannot see is invalid params naming it, as the spec says for unknown ids.
 func (t taskRequest) taskError(id string, err error) {
 	if e, ok := runtime.AsError(err); ok && (e.Kind == runtime.KindNotFound || e.Kind == runtime.KindForbidden) {
-		t.fail(jsonrpc.CodeInvalidParams, fmt.Sprintf("no task %q: a task is a tools/call made as a task in this session, by the same token", id))
+		t.fail(jsonrpc.CodeInvalidParams, fmt.Sprintf("no task %q: a task is a tools/call made as a task in this session, by the same agent or person", id))
 		return
 	}
 	t.runtimeError(err)
