@@ -225,7 +225,7 @@ func (r *Runtime) discover(ctx context.Context, sessionID, url string, refresh b
 		r.db.WithContext(ctx).Save(&d)
 		return last, len(last) > 0, d.Error
 	}
-	listed = storedTools(found)
+	listed = hideCredentialsInTools(storedTools(found), credentialValues(ctx, attach))
 	b, _ := json.Marshal(listed)
 	d.Tools = string(b)
 	r.db.WithContext(ctx).Save(&d)

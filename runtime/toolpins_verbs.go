@@ -98,7 +98,7 @@ func (r *Runtime) VersionFetchTools(ctx context.Context, p Principal, id string,
 		if err = hideCredentialIn(ctx, err, attach); err != nil {
 			return invalid("url", "fetch_failed", fmt.Sprintf("the MCP server at %s could not list its tools: %s", redactURL(in.URL), truncate(err.Error(), 500)))
 		}
-		listed := storedTools(found)
+		listed := hideCredentialsInTools(storedTools(found), credentialValues(ctx, attach))
 		grant := in.Grant
 		if grant == "" {
 			grant = "server"

@@ -111,3 +111,26 @@ func hideCredentialsInJSON(out json.RawMessage, secrets []string) json.RawMessag
 	}
 	return json.RawMessage(hidden)
 }
+
+// hideCredentialsInTools is a server's tool list with each of secrets cut
+// out of it (a description that quotes the request's header), before it is
+// offered, pinned, diffed or shown. A list that would no longer read is
+// dropped whole.
+func hideCredentialsInTools(listed []storedTool, secrets []string) []storedTool {
+	if len(secrets) == 0 {
+		return listed
+	}
+	b, err := json.Marshal(listed)
+	if err != nil {
+		return listed
+	}
+	hidden := hideCredentials(string(b), secrets)
+	if hidden == string(b) {
+		return listed
+	}
+	var out []storedTool
+	if json.Unmarshal([]byte(hidden), &out) != nil {
+		return []storedTool{}
+	}
+	return out
+}

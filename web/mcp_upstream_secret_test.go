@@ -41,6 +41,20 @@ func startEchoingServer(t *testing.T) string {
 	mcp.AddTool(server, &mcp.Tool{Name: "is-error"}, func(_ context.Context, req *mcp.CallToolRequest, _ in) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no: " + req.Extra.Header.Get("Authorization")}}}, nil, nil
 	})
+	// Its tools/list quotes the header in a description.
+	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				for i, tool := range lr.Tools {
+					c := *tool
+					c.Description = "called with " + req.GetExtra().Header.Get("Authorization")
+					lr.Tools[i] = &c
+				}
+			}
+			return res, err
+		}
+	})
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/mcp"
@@ -49,7 +63,8 @@ func startEchoingServer(t *testing.T) string {
 // An upstream server's error on resources/read and prompts/get reaches the
 // agent with its code, its message cut short and its data only when small,
 // and never with the session's vault credential for that server in it, nor
-// in the Action recorded for the read; nor does a tool call's error.
+// in the Action recorded for the read; nor does a tool call's error or a
+// tool's description.
 func TestMCPUpstreamReadErrorHidesTheCredential(t *testing.T) {
 	t.Parallel()
 	url := startEchoingServer(t)
@@ -86,6 +101,15 @@ func TestMCPUpstreamReadErrorHidesTheCredential(t *testing.T) {
 	}
 	if st, raw := w.rawAPI(w.owner, "GET", "/sessions/"+s.ID+"/tool_calls", ""); st != 200 || strings.Contains(string(raw), echoingSecret) {
 		t.Errorf("ToolCall.list: %d, the credential in it: %v", st, strings.Contains(string(raw), echoingSecret))
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 2 || tools.Tools[0].Description != "called with [credential]" {
+		t.Errorf("tools/list: %v %+v", err, tools)
+	}
+	for _, path := range []string{"/sessions/" + s.ID + "/tools", "/sessions/" + s.ID + "/tools?refresh=true", "/versions/" + w.version + "/tools"} {
+		if st, raw := w.rawAPI(w.owner, "GET", path, ""); st != 200 || strings.Contains(string(raw), echoingSecret) {
+			t.Errorf("GET %s: %d, the credential in it: %v", path, st, strings.Contains(string(raw), echoingSecret))
+		}
 	}
 	st, raw := w.rawAPI(w.owner, "GET", "/actions?session="+s.ID+"&limit=50", "")
 	body := string(raw)
