@@ -10,8 +10,8 @@ import (
 	"github.com/ledongthuc/pdf"
 )
 
-// pdf reads each page's text line by line (rows of the same baseline, left
-// to right); a line set in a font clearly larger than the page's body text
+// pdf reads each page's text line by line (rows of the same baseline, see
+// glyphLines); a line set in a font clearly larger than the page's body text
 // becomes a heading in the Markdown.
 func (d *doc) pdf(b []byte) error {
 	r, err := pdf.NewReader(bytes.NewReader(b), int64(len(b)))
@@ -89,37 +89,78 @@ type line struct {
 func pageLines(p pdf.Page) ([]line, error) {
 	// Content interprets the whole text state (Td, TD, T*, Tm, the CTM) and
 	// gives each glyph's position, size and width.
-	glyphs := p.Content().Text
-	sort.SliceStable(glyphs, func(i, j int) bool {
-		if math.Abs(glyphs[i].Y-glyphs[j].Y) > 1 {
-			return glyphs[i].Y > glyphs[j].Y
+	return glyphLines(p.Content().Text), nil
+}
+
+// glyphLines groups glyphs into lines of the same baseline, top to bottom.
+// Within a line glyphs are ordered by X only when the reader knows every
+// glyph's width; otherwise (Typst's Identity-H fonts come back with width 0,
+// so a kerning adjustment moves the rest of a word left of its start) the
+// content stream's own order is kept. U+FFFD, which the reader gives for
+// bytes it cannot map (one at the end of each of Typst's runs), is dropped.
+func glyphLines(glyphs []pdf.Text) []line {
+	type row struct {
+		y      float64
+		glyphs []pdf.Text
+	}
+	var rows []*row
+	for _, g := range glyphs {
+		if g.S = strings.ReplaceAll(g.S, "\uFFFD", ""); g.S == "" {
+			continue
 		}
-		return glyphs[i].X < glyphs[j].X
-	})
+		tol := math.Max(g.FontSize, 1) * 0.5
+		var r *row
+		for i := len(rows) - 1; i >= 0; i-- {
+			if math.Abs(rows[i].y-g.Y) <= tol {
+				r = rows[i]
+				break
+			}
+		}
+		if r == nil {
+			r = &row{y: g.Y}
+			rows = append(rows, r)
+		}
+		r.glyphs = append(r.glyphs, g)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].y > rows[j].y })
 	var out []line
-	var sb strings.Builder
-	size, y, end := 0.0, math.Inf(1), math.Inf(-1)
-	flush := func() {
+	for _, r := range rows {
+		widths := true
+		for _, g := range r.glyphs {
+			if g.W <= 0 && strings.TrimSpace(g.S) != "" {
+				widths = false
+				break
+			}
+		}
+		if widths {
+			sort.SliceStable(r.glyphs, func(i, j int) bool { return r.glyphs[i].X < r.glyphs[j].X })
+		}
+		var sb strings.Builder
+		size, end, prevX := 0.0, math.Inf(-1), math.Inf(-1)
+		for _, g := range r.glyphs {
+			em := math.Max(g.FontSize, 1)
+			if g.W <= 0 && math.Abs(g.X-prevX) < em*0.3 {
+				// The same run with no known advance: estimate half an em
+				// per glyph for where it ends.
+				end += em * 0.5
+			} else {
+				if sb.Len() > 0 && g.X-end > em*0.15 {
+					sb.WriteString(" ")
+				}
+				end = g.X + g.W
+				if g.W <= 0 {
+					end += em * 0.5
+				}
+			}
+			sb.WriteString(g.S)
+			prevX = g.X
+			size = math.Max(size, g.FontSize)
+		}
 		if t := strings.Join(strings.Fields(sb.String()), " "); t != "" {
 			out = append(out, line{text: t, size: size})
 		}
-		sb.Reset()
-		size, end = 0, math.Inf(-1)
 	}
-	for _, g := range glyphs {
-		if math.Abs(g.Y-y) > math.Max(g.FontSize, 1)*0.5 {
-			flush()
-			y = g.Y
-		}
-		if sb.Len() > 0 && g.X-end > math.Max(g.FontSize, 1)*0.15 {
-			sb.WriteString(" ")
-		}
-		sb.WriteString(g.S)
-		end = g.X + g.W
-		size = math.Max(size, g.FontSize)
-	}
-	flush()
-	return out, nil
+	return out
 }
 
 // bodySize is the font size most of a page's lines are set in.
