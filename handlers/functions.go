@@ -95,7 +95,7 @@ func (h *Handlers) functionsPage(c echo.Context, status int, f pages.FunctionFor
 	}
 	rows := make([]pages.FunctionRow, 0, len(fns))
 	for _, v := range fns {
-		row := pages.FunctionRow{Name: v.Name, Version: v.Version, Description: v.Description, Href: functionHref(v),
+		row := pages.FunctionRow{Name: v.Name, Version: v.Version, Description: v.Description, Href: functionHref(v), Engine: v.Engine,
 			Size: skillSize(v.WasmSize), Compile: fmt.Sprintf("%d ms", v.CompileMS), Created: isoTime(v.CreatedAt), By: v.CreatedBy}
 		row.Tools = functionTools(v)
 		rows = append(rows, row)
@@ -150,7 +150,7 @@ func (h *Handlers) Function(c echo.Context) error {
 	}
 	d := pages.FunctionDetail{Name: v.Name, Version: v.Version, Description: v.Description, SHA256: v.SHA256,
 		Size: skillSize(v.WasmSize), Compile: fmt.Sprintf("%d ms", v.CompileMS), Created: isoTime(v.CreatedAt), By: v.CreatedBy,
-		Timeout: limitText(v.Limits.TimeoutMS, "ms"), Memory: limitText(v.Limits.MemoryMB, "MiB")}
+		Timeout: limitText(v.Limits.TimeoutMS, "ms"), Memory: limitText(v.Limits.MemoryMB, "MiB"), Engine: v.Engine}
 	d.Tools = functionTools(v)
 	return render(c, http.StatusOK, pages.FunctionPage(h.shell(c, v.Name+" "+v.Version, "functions"), d))
 }
@@ -164,7 +164,8 @@ func functionTools(v runtime.FunctionView) []pages.FunctionTool {
 			schema.Reset()
 			schema.Write(t.InputSchema)
 		}
-		out = append(out, pages.FunctionTool{Name: t.Name, Description: t.Description, Schema: schema.String()})
+		ex, made := toolExample(t.InputSchema)
+		out = append(out, pages.FunctionTool{Name: t.Name, Description: t.Description, Schema: schema.String(), Example: ex, ExampleFromSchema: made})
 	}
 	return out
 }

@@ -201,6 +201,9 @@ func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages
 	d.Tools, d.Clients = offeredTools(rep.Tools)
 	d.Try = pages.SessionTry{SessionID: id, Tools: d.Tools, CanTry: p.Can("ToolCall.create") && s.State == runtime.SessionActive,
 		Ended: s.State != runtime.SessionActive}
+	if d.Try.CanTry {
+		d.Try.VolumePaths = h.tryVolumePaths(c, id)
+	}
 	return d, nil
 }
 
@@ -347,7 +350,7 @@ func (h *Handlers) TryTool(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		try.Tools, try.CanTry = d.Try.Tools, d.Try.CanTry
+		try.Tools, try.CanTry, try.VolumePaths = d.Try.Tools, d.Try.CanTry, d.Try.VolumePaths
 		d.Try = try
 		return render(c, status, pages.SessionPage(h.shell(c, titleOf(d.Head.Title), "sessions"), d))
 	}
@@ -356,6 +359,7 @@ func (h *Handlers) TryTool(c echo.Context) error {
 		return err
 	}
 	try.Tools, _ = offeredTools(ts)
+	try.VolumePaths = h.tryVolumePaths(c, id)
 	if status != http.StatusOK {
 		// app.js swaps error answers that say where they go: the form, with the message under its field.
 		c.Response().Header().Set("HX-Retarget", "#try-tool")

@@ -15,6 +15,22 @@
       if (!el.hidden && schema) schema.dispatchEvent(new Event("schema-wanted"));
     });
   });
+  // "Insert a volume path": put the picked file's path, quoted as JSON, at
+  // the input's cursor (views: tryVolumePicker).
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest && e.target.closest("button[data-try-insert-path]");
+    if (!button) return;
+    var form = button.closest("form");
+    var input = form.querySelector("#try-input");
+    var select = form.querySelector("#try-volume-path");
+    if (!input || !select || !select.value) return;
+    var text = JSON.stringify(select.value);
+    var start = input.selectionStart, end = input.selectionEnd;
+    input.value = input.value.slice(0, start) + text + input.value.slice(end);
+    input.focus();
+    input.selectionStart = input.selectionEnd = start + text.length;
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+  });
   // The page says whether its live stream is open, so a person knows the
   // call log is current (and tests know when to start).
   function live(state, text) {
