@@ -49,7 +49,7 @@ func TestTryResultFollowsTheDecision(t *testing.T) {
 	c := <-w.callAsync(w.owner, s.ID, "mcp__everything__get-env", map[string]any{}, 0)
 	path := "/sessions/" + s.ID + "/calls/" + c.ID + "/try"
 	waiting := mustGet(owner, path)
-	if !strings.Contains(waiting, `data-status="awaiting_approval"`) || !strings.Contains(waiting, `hx-trigger="sse:calls, sse:call"`) {
+	if !strings.Contains(waiting, `data-status="awaiting_approval"`) || !strings.Contains(waiting, `hx-trigger="sse:calls, sse:call, every 2s"`) {
 		t.Fatalf("a waiting answer does not follow its call:\n%s", waiting)
 	}
 	if link := `href="/approvals?approval=` + c.Approval.ID; !strings.Contains(waiting, link) {
