@@ -94,13 +94,15 @@ func (h *Handlers) functionsPage(c echo.Context, status int, f pages.FunctionFor
 		return err
 	}
 	rows := make([]pages.FunctionRow, 0, len(fns))
+	installed := map[string]string{}
 	for _, v := range fns {
+		installed[v.Name] = functionHref(v) // listed oldest first: the newest version wins
 		row := pages.FunctionRow{Name: v.Name, Version: v.Version, Description: v.Description, Href: functionHref(v), Engine: v.Engine,
 			Size: skillSize(v.WasmSize), Compile: fmt.Sprintf("%d ms", v.CompileMS), Created: isoTime(v.CreatedAt), By: v.CreatedBy}
 		row.Tools = functionTools(v)
 		rows = append(rows, row)
 	}
-	return render(c, status, pages.FunctionsPage(h.shell(c, "Functions", "functions"), rows, f, p.Can("Function.install")))
+	return render(c, status, pages.FunctionsPage(h.shell(c, "Functions", "functions"), rows, f, p.Can("Function.install"), pages.SeedRows(installed)))
 }
 
 // InstallFunction installs a package from the uploaded .wasm and manifest.json.
