@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"syscall"
 	"time"
@@ -24,96 +23,50 @@ import (
 // fails, naming the limit.
 type nativeVolume struct {
 	m      VolumeMount
-	before map[string]fileStamp
+	before map[string]volume.Stamp
 }
 
-type fileStamp struct {
-	size int64
-	mod  time.Time
-	ino  uint64
-}
+// Bounds of the walks of /volume around a native call: entries (files and
+// folders) and time. Every walk goes through an os.Root (volume.ScanDir):
+// the folder is also bound read-write into the session's sandboxes, whose
+// processes may swap a folder for a link to / while the server (root)
+// changes owners before the call and removes entries after it.
+const (
+	nativeVolumeScanEntries = 200_000
+	nativeVolumeScanTime    = 5 * time.Second
+)
 
 func openNativeVolume(m VolumeMount, uid, gid int) (*nativeVolume, error) {
-	before, err := stampVolume(m.Dir, func(p string) error {
-		// The sandbox runs as an unprivileged host user: it owns the
-		// volume's files, as it owns a machine's workspace. The server
-		// (root) and the WebAssembly engine reach them either way.
-		if os.Geteuid() == 0 {
-			return os.Lchown(p, uid, gid)
+	// The sandbox runs as an unprivileged host user: it owns the
+	// volume's files, as it owns a machine's workspace. The server
+	// (root) and the WebAssembly engine reach them either way.
+	var visit func(r *os.Root, rel string, st *syscall.Stat_t)
+	if os.Geteuid() == 0 {
+		visit = func(r *os.Root, rel string, st *syscall.Stat_t) {
+			if int(st.Uid) != uid || int(st.Gid) != gid {
+				r.Lchown(rel, uid, gid)
+			}
 		}
-		return nil
-	})
+	}
+	scan, err := volume.ScanDir(m.Dir, nativeVolumeScanEntries, nativeVolumeScanTime, false, visit)
+	if err == nil && scan.Stopped != "" {
+		err = errors.New(scan.Stopped)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fn: prepare /volume: %w", err)
 	}
-	return &nativeVolume{m: m, before: before}, nil
-}
-
-// stampVolume walks dir without following links; visit sees every entry.
-func stampVolume(dir string, visit func(string) error) (map[string]fileStamp, error) {
-	out := map[string]fileStamp{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if visit != nil {
-			if err := visit(p); err != nil {
-				return err
-			}
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		st := fileStamp{size: info.Size(), mod: info.ModTime()}
-		if sys, ok := info.Sys().(*syscall.Stat_t); ok {
-			st.ino = sys.Ino
-		}
-		out[filepath.ToSlash(rel)] = st
-		return nil
-	})
-	return out, err
+	return &nativeVolume{m: m, before: scan.Files}, nil
 }
 
 // after lists what the call changed and undoes what the volume's rules refuse.
 func (v *nativeVolume) after() ([]VolumeAccess, *CallError) {
-	var removed []string
 	// Links, fifos, sockets, files with a second name, and names the API
 	// refuses go: nothing in a volume may lead out of it or be two files.
-	filepath.WalkDir(v.m.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == v.m.Dir {
-			return nil
-		}
-		rel, _ := filepath.Rel(v.m.Dir, p)
-		rel = filepath.ToSlash(rel)
-		bad := volume.CheckPath(rel) != nil
-		if !bad && !d.IsDir() && !d.Type().IsRegular() {
-			bad = true
-		}
-		if !bad && d.Type().IsRegular() {
-			if info, err := d.Info(); err == nil {
-				if sys, ok := info.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
-					bad = true
-				}
-			}
-		}
-		if bad {
-			os.RemoveAll(p)
-			removed = append(removed, rel)
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-		}
-		return nil
-	})
-	now, err := stampVolume(v.m.Dir, nil)
+	scan, err := volume.ScanDir(v.m.Dir, nativeVolumeScanEntries, nativeVolumeScanTime, true, nil)
 	if err != nil {
 		return nil, &CallError{Reason: ErrToolFailed, Detail: fmt.Sprintf("read /volume after the call: %v", err)}
 	}
+	removed, now := scan.Removed, scan.Files
 	var acc []VolumeAccess
 	var created []string
 	var grew int64
@@ -122,16 +75,16 @@ func (v *nativeVolume) after() ([]VolumeAccess, *CallError) {
 		switch {
 		case !ok:
 			created = append(created, p)
-			grew += st.size
+			grew += st.Size
 			acc = append(acc, VolumeAccess{Path: p, Op: VolumeWrite})
 		case old != st:
-			grew += st.size - old.size
+			grew += st.Size - old.Size
 			acc = append(acc, VolumeAccess{Path: p, Op: VolumeWrite})
 		}
 	}
 	for p, old := range v.before {
 		if _, ok := now[p]; !ok {
-			grew -= old.size
+			grew -= old.Size
 			acc = append(acc, VolumeAccess{Path: p, Op: VolumeDelete})
 		}
 	}
@@ -141,6 +94,8 @@ func (v *nativeVolume) after() ([]VolumeAccess, *CallError) {
 	}
 	var why string
 	switch {
+	case scan.Stopped != "":
+		why = fmt.Sprintf("/volume was not read to its end after the call (%s): what lies beyond was not checked", scan.Stopped)
 	case len(removed) > 0:
 		why = fmt.Sprintf("made %d entries in /volume that are not plain files under names the volume allows (links, special files, or names like %q); they were removed", len(removed), removed[0])
 	case v.m.Write && len(created) > v.m.MaxNewFiles:
@@ -153,7 +108,7 @@ func (v *nativeVolume) after() ([]VolumeAccess, *CallError) {
 	}
 	if len(removed) == 0 {
 		for _, p := range created {
-			if err := os.Remove(filepath.Join(v.m.Dir, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := volume.Remove(v.m.Dir, p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				why += fmt.Sprintf(" (removing %s: %v)", p, err)
 			}
 		}
