@@ -49,8 +49,11 @@ const maxVolumeAccesses = 1000
 // can be neither made nor followed), names checked like the API's, sizes
 // bounded, and every file the guest opens, writes or removes noted.
 type volumeFS struct {
-	experimentalsys.FS
-	m VolumeMount
+	// Every method is its own: a path reaches inner only as beneath
+	// makes it, relative to the host's /.
+	experimentalsys.UnimplementedFS
+	inner experimentalsys.FS
+	m     VolumeMount
 
 	mu       sync.Mutex
 	seen     map[VolumeAccess]bool
@@ -60,11 +63,11 @@ type volumeFS struct {
 }
 
 func newVolumeFS(m VolumeMount) *volumeFS {
-	var inner experimentalsys.FS = sysfs.DirFS(m.Dir)
+	var inner experimentalsys.FS = sysfs.DirFS("/")
 	if !m.Write {
 		inner = &sysfs.ReadFS{FS: inner}
 	}
-	return &volumeFS{FS: inner, m: m, seen: map[VolumeAccess]bool{}}
+	return &volumeFS{inner: inner, m: m, seen: map[VolumeAccess]bool{}}
 }
 
 func (v *volumeFS) config() wazero.FSConfig {
@@ -99,7 +102,7 @@ func (v *volumeFS) Accesses() []VolumeAccess {
 func (v *volumeFS) isLink(path string) bool {
 	p := strings.Trim(path, "/")
 	for p != "" && p != "." {
-		if st, errno := v.FS.Lstat(p); errno == 0 && st.Mode&fs.ModeSymlink != 0 {
+		if st, errno := v.Lstat(p); errno == 0 && st.Mode&fs.ModeSymlink != 0 {
 			return true
 		}
 		i := strings.LastIndexByte(p, '/')
@@ -128,7 +131,7 @@ func (v *volumeFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.Fil
 		return nil, errReadOnly
 	}
 	if writes {
-		if _, errno := v.FS.Lstat(path); errno == experimentalsys.ENOENT && flag&experimentalsys.O_CREAT != 0 {
+		if _, errno := v.Lstat(path); errno == experimentalsys.ENOENT && flag&experimentalsys.O_CREAT != 0 {
 			if e := newName(path); e != 0 {
 				return nil, e
 			}
@@ -144,7 +147,19 @@ func (v *volumeFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.Fil
 			created = true
 		}
 	}
-	f, errno := v.FS.OpenFile(path, flag|experimentalsys.O_NOFOLLOW, perm)
+	full, done, errno := v.beneath(path)
+	var f experimentalsys.File
+	if errno == 0 {
+		nofollow := experimentalsys.O_NOFOLLOW
+		if isFolderItself(full) {
+			nofollow = 0 // its /proc/self/fd entry is a link by nature
+		}
+		if f, errno = v.inner.OpenFile(full, flag|nofollow, perm); errno != 0 {
+			done()
+		} else {
+			f = &heldFile{File: f, done: done}
+		}
+	}
 	if errno != 0 {
 		if created {
 			v.mu.Lock()
@@ -174,7 +189,12 @@ func (v *volumeFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 	if v.isLink(path) {
 		return experimentalsys.ELOOP
 	}
-	return v.FS.Mkdir(path, perm)
+	full, done, errno := v.beneath(path)
+	if errno != 0 {
+		return errno
+	}
+	defer done()
+	return v.inner.Mkdir(full, perm)
 }
 
 func (v *volumeFS) Rename(from, to string) experimentalsys.Errno {
@@ -187,8 +207,18 @@ func (v *volumeFS) Rename(from, to string) experimentalsys.Errno {
 	if v.isLink(from) || v.isLink(to) {
 		return experimentalsys.ELOOP
 	}
-	st, _ := v.FS.Lstat(from)
-	errno := v.FS.Rename(from, to)
+	st, _ := v.Lstat(from)
+	fromFull, fromDone, errno := v.beneath(from)
+	if errno != 0 {
+		return errno
+	}
+	defer fromDone()
+	toFull, toDone, errno := v.beneath(to)
+	if errno != 0 {
+		return errno
+	}
+	defer toDone()
+	errno = v.inner.Rename(fromFull, toFull)
 	if errno == 0 {
 		if st.Mode.IsDir() {
 			// A folder moved: its files are noted by the sync that
@@ -210,7 +240,12 @@ func (v *volumeFS) Unlink(path string) experimentalsys.Errno {
 	if v.isLink(path) {
 		return experimentalsys.ELOOP
 	}
-	errno := v.FS.Unlink(path)
+	full, done, errno := v.beneath(path)
+	if errno != 0 {
+		return errno
+	}
+	defer done()
+	errno = v.inner.Unlink(full)
 	if errno == 0 {
 		v.note(path, VolumeDelete)
 	}
@@ -221,14 +256,24 @@ func (v *volumeFS) Rmdir(path string) experimentalsys.Errno {
 	if v.isLink(path) {
 		return experimentalsys.ELOOP
 	}
-	return v.FS.Rmdir(path)
+	full, done, errno := v.beneath(path)
+	if errno != 0 {
+		return errno
+	}
+	defer done()
+	return v.inner.Rmdir(full)
 }
 
 func (v *volumeFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
 	if v.isLink(path) {
 		return sys.Stat_t{}, experimentalsys.ELOOP
 	}
-	return v.FS.Stat(path)
+	full, done, errno := v.beneath(path)
+	if errno != 0 {
+		return sys.Stat_t{}, errno
+	}
+	defer done()
+	return v.inner.Stat(full)
 }
 
 // Link and Symlink are refused: a link could lead out of the volume, or
