@@ -220,9 +220,20 @@ func (l *Local) openFile(session, p string) (*os.File, fs.FileInfo, error) {
 	case !st.Mode().IsRegular():
 		return nil, nil, ErrNotFile
 	}
-	f, err := r.OpenFile("files/"+p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// O_NONBLOCK: a session sandbox writing the folder may swap the file
+	// for a fifo after the Lstat, and opening a fifo to read waits for a
+	// writer forever (holding the session's volume lock in a call's sync).
+	// What was opened is checked again.
+	f, err := r.OpenFile("files/"+p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("volume: %w", err)
+	}
+	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("volume: %w", err)
+		}
+		return nil, nil, ErrNotFile
 	}
 	return f, st, nil
 }
