@@ -154,9 +154,21 @@ func (v *volumeFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.Fil
 		if isFolderItself(full) {
 			nofollow = 0 // its /proc/self/fd entry is a link by nature
 		}
-		if f, errno = v.inner.OpenFile(full, flag|nofollow, perm); errno != 0 {
+		// O_NONBLOCK while opening: a fifo a session sandbox left in the
+		// volume would make the open wait for a writer forever, past the
+		// call's deadline (a blocked system call is not interrupted).
+		if f, errno = v.inner.OpenFile(full, flag|nofollow|experimentalsys.O_NONBLOCK, perm); errno != 0 {
 			done()
+		} else if st, e := f.Stat(); e != 0 || !(st.Mode.IsRegular() || st.Mode.IsDir()) {
+			f.Close()
+			done()
+			if errno = e; errno == 0 {
+				errno = experimentalsys.ENOTSUP // not a plain file or folder
+			}
 		} else {
+			if pf, ok := f.(experimentalsys.PollableFile); ok && flag&experimentalsys.O_NONBLOCK == 0 {
+				pf.SetNonblock(false)
+			}
 			f = &heldFile{File: f, done: done}
 		}
 	}
