@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -302,30 +303,16 @@ func (l *Local) DeleteAll(ctx context.Context, session string) error {
 }
 
 // Walk lists the regular files of a local volume folder (links and
-// anything else are skipped), at most max of them.
+// anything else are skipped), at most max of them, through an os.Root
+// (ScanDir): a folder a session sandbox swaps for a link mid-walk lists
+// nothing outside the volume.
 func Walk(dir string, max int) ([]Info, error) {
-	var out []Info
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == dir && errors.Is(err, fs.ErrNotExist) {
-				return filepath.SkipAll
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		if len(out) >= max {
-			return filepath.SkipAll
-		}
-		st, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out = append(out, Info{Path: filepath.ToSlash(rel), Size: st.Size(), Modified: st.ModTime()})
-		return nil
-	})
+	scan, err := ScanDir(dir, max, 5*time.Second, false, nil)
+	out := make([]Info, 0, len(scan.Files))
+	for p, st := range scan.Files {
+		out = append(out, Info{Path: p, Size: st.Size, Modified: st.Mod})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, err
 }
 
