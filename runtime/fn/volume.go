@@ -42,6 +42,9 @@ const (
 	VolumeDelete = "delete"
 )
 
+// maxVolumeExtraDirs is how many more folders than files a call may make.
+const maxVolumeExtraDirs = 100
+
 // maxVolumeAccesses bounds what a call's list remembers.
 const maxVolumeAccesses = 1000
 
@@ -60,6 +63,7 @@ type volumeFS struct {
 	accesses []VolumeAccess
 	newBytes int64
 	newFiles int
+	newDirs  int // folders made: at most MaxNewFiles+maxVolumeExtraDirs
 }
 
 func newVolumeFS(m VolumeMount) *volumeFS {
@@ -201,12 +205,24 @@ func (v *volumeFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 	if v.isLink(path) {
 		return experimentalsys.ELOOP
 	}
-	full, done, errno := v.beneath(path)
+	// Folders are no files, but each is an inode on the host's disk: at
+	// most 100 more than the files the call may make, or a loop fills the
+	// disk's inodes before the deadline.
+	v.mu.Lock()
+	full := v.newDirs >= v.m.MaxNewFiles+maxVolumeExtraDirs
+	if !full {
+		v.newDirs++
+	}
+	v.mu.Unlock()
+	if full {
+		return errVolumeFull
+	}
+	p, done, errno := v.beneath(path)
 	if errno != 0 {
 		return errno
 	}
 	defer done()
-	return v.inner.Mkdir(full, perm)
+	return v.inner.Mkdir(p, perm)
 }
 
 func (v *volumeFS) Rename(from, to string) experimentalsys.Errno {
