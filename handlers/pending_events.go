@@ -34,11 +34,7 @@ func pendingEvents(c echo.Context, p runtime.Principal, n int) string {
 func (h *Handlers) PendingEvents(c echo.Context) error {
 	events, stop := h.RT.Subscribe()
 	defer stop()
-	hd := c.Response().Header()
-	hd.Set(echo.HeaderContentType, "text/event-stream")
-	hd.Set(echo.HeaderCacheControl, "no-store")
-	c.Response().WriteHeader(http.StatusOK)
-	out := newSSEStream(c.Response(), c.QueryParam("seen"))
+	out := openSSE(c)
 	sid, _ := c.Get(webSIDKey).(string)
 	beat := time.NewTicker(sseHeartbeat)
 	defer beat.Stop()

@@ -41,11 +41,7 @@ func (h *Handlers) SessionEvents(c echo.Context) error {
 	}
 	events, stop := h.RT.Subscribe()
 	defer stop()
-	hd := c.Response().Header()
-	hd.Set(echo.HeaderContentType, "text/event-stream")
-	hd.Set(echo.HeaderCacheControl, "no-store")
-	c.Response().WriteHeader(http.StatusOK)
-	out := newSSEStream(c.Response(), c.QueryParam("seen"))
+	out := openSSE(c)
 	sid, _ := c.Get(webSIDKey).(string)
 	beat := time.NewTicker(sseHeartbeat)
 	defer beat.Stop()
@@ -110,6 +106,16 @@ type sseStream struct {
 	// pushed is when the last update started: events within sseSettle of
 	// it wait for the window's end and go out together.
 	pushed time.Time
+}
+
+// openSSE answers c with an event stream at once (200, text/event-stream,
+// never cached) for a page that rendered the parts in its "seen" query.
+func openSSE(c echo.Context) *sseStream {
+	hd := c.Response().Header()
+	hd.Set(echo.HeaderContentType, "text/event-stream")
+	hd.Set(echo.HeaderCacheControl, "no-store")
+	c.Response().WriteHeader(http.StatusOK)
+	return newSSEStream(c.Response(), c.QueryParam("seen"))
 }
 
 // newSSEStream starts a stream for a page that rendered the parts in seen

@@ -90,11 +90,7 @@ func (h *Handlers) streamPart(c echo.Context, name string, matters func(runtime.
 	sid, _ := c.Get(webSIDKey).(string)
 	events, stop := h.RT.Subscribe()
 	defer stop()
-	hd := c.Response().Header()
-	hd.Set(echo.HeaderContentType, "text/event-stream")
-	hd.Set(echo.HeaderCacheControl, "no-store")
-	c.Response().WriteHeader(http.StatusOK)
-	out := newSSEStream(c.Response(), c.QueryParam("seen"))
+	out := openSSE(c)
 	beat := time.NewTicker(sseHeartbeat)
 	defer beat.Stop()
 	for {

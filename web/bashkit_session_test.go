@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/subako/subako/runtime"
-	"github.com/subako/subako/runtime/volume"
 )
 
 // TestBashkitThroughASession: the app uploads CSV files, a bashkit grant with
@@ -14,29 +11,14 @@ import (
 // and the call lists what it read and wrote; a read grant's script cannot write.
 func TestBashkitThroughASession(t *testing.T) {
 	f := newFnEnv(t)
-	dir := t.TempDir()
-	store, err := volume.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.rt.StartVolumes(t.Context(), runtime.VolumeOptions{Store: store, DiskDir: dir, MaxFileBytes: 1 << 20, MaxFiles: 20,
-		MaxTotalBytes: 4 << 20, MinFreeDisk: -1})
+	dir := f.startVolumes(1<<20, 20, 4<<20)
 	wasm, manifest := f.mods.Package(t, "bashkit")
 	if st := f.api(f.owner, "POST", "/functions", installJSON(wasm, manifest), nil); st != 201 {
 		t.Fatalf("Function.install bashkit: %d", st)
 	}
-	_, draft := f.agentWithDraft(f.owner)
-	config := `{"functions": [
+	w := f.volumeWorld(dir, `{"functions": [
 	  {"name": "shell", "package": "bashkit", "version": "1.0.0", "volume": "write", "default_policy": "allow"},
-	  {"name": "peek", "package": "bashkit", "version": "1.0.0", "volume": "read", "default_policy": "allow"}]}`
-	if st, body := f.rawAPI(f.owner, "PUT", "/versions/"+draft.ID+"/config", config); st != 200 {
-		t.Fatalf("Version.update: %d %s", st, body)
-	}
-	if st := f.api(f.owner, "POST", "/versions/"+draft.ID+"/publish", nil, nil); st != 200 {
-		t.Fatalf("publish: %d", st)
-	}
-	w := &volumeWorld{fnEnv: f, dir: dir, version: draft.ID}
-	w.s = w.newSession()
+	  {"name": "peek", "package": "bashkit", "version": "1.0.0", "volume": "read", "default_policy": "allow"}]}`)
 	for name, body := range map[string]string{"sales/a.csv": "1,apples,3\n2,pears,1\n3,apples,2\n", "sales/b.csv": "4,pears,4\n5,apples,1\n6,kiwis,2\n"} {
 		if st, b := w.put(w.s.Token, name, body); st != 200 {
 			t.Fatalf("Volume.put %s: %d %s", name, st, b)

@@ -10,7 +10,6 @@ import (
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/fn"
 	htmlrender "github.com/subako/subako/runtime/fn/packages/html-render"
-	"github.com/subako/subako/runtime/volume"
 )
 
 // html-render through a session: the app uploads a page, the agent's call
@@ -25,26 +24,11 @@ func TestHTMLRenderThroughASession(t *testing.T) {
 	}
 	f := newFnEnv(t)
 	f.engine.SetNative(fn.NativeConfig{})
-	dir := t.TempDir()
-	store, err := volume.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.rt.StartVolumes(t.Context(), runtime.VolumeOptions{Store: store, DiskDir: dir, MaxFileBytes: 8 << 20, MaxFiles: 50,
-		MaxTotalBytes: 32 << 20, MinFreeDisk: -1})
+	dir := f.startVolumes(8<<20, 50, 32<<20)
 	if _, _, err := f.rt.EnsureFunction(context.Background(), runtime.FunctionInstallInput{Manifest: htmlrender.Manifest(), Wasm: htmlrender.Bundle()}); err != nil {
 		t.Fatalf("EnsureFunction html-render: %v", err)
 	}
-	_, draft := f.agentWithDraft(f.owner)
-	config := `{"functions": [{"name": "page", "package": "html-render", "version": "1.0.0", "volume": "write", "default_policy": "allow"}]}`
-	if st, body := f.rawAPI(f.owner, "PUT", "/versions/"+draft.ID+"/config", config); st != 200 {
-		t.Fatalf("Version.update: %d %s", st, body)
-	}
-	if st := f.api(f.owner, "POST", "/versions/"+draft.ID+"/publish", nil, nil); st != 200 {
-		t.Fatalf("publish: %d", st)
-	}
-	w := &volumeWorld{fnEnv: f, dir: dir, version: draft.ID}
-	w.s = w.newSession()
+	w := f.volumeWorld(dir, `{"functions": [{"name": "page", "package": "html-render", "version": "1.0.0", "volume": "write", "default_policy": "allow"}]}`)
 	if st, body := w.put(w.s.Token, "site/index.html", `<title>Shop</title><div style="width:900px;height:1200px"></div><img src="gone.png">`); st != 200 {
 		t.Fatalf("upload: %d %s", st, body)
 	}

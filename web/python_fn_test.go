@@ -11,7 +11,6 @@ import (
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/fn"
 	"github.com/subako/subako/runtime/fn/packages/python"
-	"github.com/subako/subako/runtime/volume"
 )
 
 // The python package end to end: shipped by the server (the API refuses a
@@ -24,13 +23,7 @@ func TestPythonFunctionThroughASession(t *testing.T) {
 	}
 	f := newFnEnv(t)
 	f.engine.SetNative(fn.NativeConfig{})
-	dir := t.TempDir()
-	store, err := volume.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.rt.StartVolumes(t.Context(), runtime.VolumeOptions{Store: store, DiskDir: dir, MaxFileBytes: 1 << 20, MaxFiles: 50,
-		MaxTotalBytes: 4 << 20, MinFreeDisk: -1})
+	dir := f.startVolumes(1<<20, 50, 4<<20)
 
 	// Nobody but the server installs a native package.
 	var refusal struct{ Code, Field string }
@@ -44,17 +37,7 @@ func TestPythonFunctionThroughASession(t *testing.T) {
 	if st := f.api(f.owner, "GET", "/functions/python/1.0.0", nil, &pkg); st != 200 || pkg.Engine != "native" {
 		t.Fatalf("Function.get python: %d %+v", st, pkg)
 	}
-	agent, draft := f.agentWithDraft(f.owner)
-	_ = agent
-	config := `{"functions": [{"name": "py", "package": "python", "version": "1.0.0", "volume": "write", "default_policy": "allow"}]}`
-	if st, body := f.rawAPI(f.owner, "PUT", "/versions/"+draft.ID+"/config", config); st != 200 {
-		t.Fatalf("Version.update: %d %s", st, body)
-	}
-	if st := f.api(f.owner, "POST", "/versions/"+draft.ID+"/publish", nil, nil); st != 200 {
-		t.Fatalf("publish: %d", st)
-	}
-	w := &volumeWorld{fnEnv: f, dir: dir, version: draft.ID}
-	w.s = w.newSession()
+	w := f.volumeWorld(dir, `{"functions": [{"name": "py", "package": "python", "version": "1.0.0", "volume": "write", "default_policy": "allow"}]}`)
 	if st, body := w.put(w.s.Token, "in/sales.csv", "city,sales\nOsaka,120\nKyoto,80\nOsaka,30\n"); st != 200 {
 		t.Fatalf("upload: %d %s", st, body)
 	}

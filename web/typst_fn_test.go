@@ -10,7 +10,6 @@ import (
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/fn"
 	"github.com/subako/subako/runtime/fn/packages/typst"
-	"github.com/subako/subako/runtime/volume"
 )
 
 // The typst package end to end: installed by the server, granted with
@@ -27,26 +26,11 @@ func TestTypstFunctionThroughASession(t *testing.T) {
 	}
 	f := newFnEnv(t)
 	f.engine.SetNative(fn.NativeConfig{})
-	dir := t.TempDir()
-	store, err := volume.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.rt.StartVolumes(t.Context(), runtime.VolumeOptions{Store: store, DiskDir: dir, MaxFileBytes: 1 << 20, MaxFiles: 50,
-		MaxTotalBytes: 4 << 20, MinFreeDisk: -1})
+	dir := f.startVolumes(1<<20, 50, 4<<20)
 	if _, installed, err := f.rt.EnsureFunction(context.Background(), runtime.FunctionInstallInput{Manifest: typst.Manifest(), Wasm: typst.Bundle(modules)}); err != nil || !installed {
 		t.Fatalf("EnsureFunction typst: %v %v", installed, err)
 	}
-	_, draft := f.agentWithDraft(f.owner)
-	config := `{"functions": [{"name": "doc", "package": "typst", "version": "1.0.0", "volume": "write", "default_policy": "allow"}]}`
-	if st, body := f.rawAPI(f.owner, "PUT", "/versions/"+draft.ID+"/config", config); st != 200 {
-		t.Fatalf("Version.update: %d %s", st, body)
-	}
-	if st := f.api(f.owner, "POST", "/versions/"+draft.ID+"/publish", nil, nil); st != 200 {
-		t.Fatalf("publish: %d", st)
-	}
-	w := &volumeWorld{fnEnv: f, dir: dir, version: draft.ID}
-	w.s = w.newSession()
+	w := f.volumeWorld(dir, `{"functions": [{"name": "doc", "package": "typst", "version": "1.0.0", "volume": "write", "default_policy": "allow"}]}`)
 	for path, body := range map[string]string{
 		"paper/main.typ":  "#set page(paper: \"a6\")\n= Field Notes\n#include \"body.typ\"\n",
 		"paper/body.typ":  "Seen in #sys.inputs.place: #read(\"birds.txt\")\n",

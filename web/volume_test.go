@@ -32,30 +32,43 @@ type volumeWorld struct {
 func newVolumeWorld(t *testing.T) *volumeWorld {
 	t.Helper()
 	f := newFnEnv(t)
-	w := &volumeWorld{fnEnv: f, dir: t.TempDir()}
-	store, err := volume.NewLocal(w.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.rt.StartVolumes(t.Context(), runtime.VolumeOptions{Store: store, DiskDir: w.dir, MaxFileBytes: 1000, MaxFiles: 5,
-		MaxTotalBytes: 3000, MinFreeDisk: -1})
+	dir := f.startVolumes(1000, 5, 3000)
 	wasm, manifest := f.mods.TestModule(t, "volumefiles")
 	if st := f.api(f.owner, "POST", "/functions", installJSON(wasm, manifest), nil); st != 201 {
 		t.Fatalf("Function.install volumefiles: %d", st)
 	}
-	agent, draft := f.agentWithDraft(f.owner)
-	w.agent = agent
-	config := `{"functions": [
+	return f.volumeWorld(dir, `{"functions": [
 	  {"name": "none", "package": "volumefiles", "version": "1.0.0", "default_policy": "allow"},
 	  {"name": "reader", "package": "volumefiles", "version": "1.0.0", "volume": "read", "default_policy": "allow"},
-	  {"name": "writer", "package": "volumefiles", "version": "1.0.0", "volume": "write", "default_policy": "allow"}]}`
+	  {"name": "writer", "package": "volumefiles", "version": "1.0.0", "volume": "write", "default_policy": "allow"}]}`)
+}
+
+// startVolumes gives f's runtime a volume store in a folder of the test's
+// own, with these limits per session, and returns the folder.
+func (f *fnEnv) startVolumes(maxFileBytes int64, maxFiles int, maxTotalBytes int64) string {
+	f.t.Helper()
+	dir := f.t.TempDir()
+	store, err := volume.NewLocal(dir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.rt.StartVolumes(f.t.Context(), runtime.VolumeOptions{Store: store, DiskDir: dir, MaxFileBytes: maxFileBytes, MaxFiles: maxFiles,
+		MaxTotalBytes: maxTotalBytes, MinFreeDisk: -1})
+	return dir
+}
+
+// volumeWorld publishes a version of a new agent with this config and opens
+// a session of it, on the volumes startVolumes keeps in dir.
+func (f *fnEnv) volumeWorld(dir, config string) *volumeWorld {
+	f.t.Helper()
+	agent, draft := f.agentWithDraft(f.owner)
 	if st, body := f.rawAPI(f.owner, "PUT", "/versions/"+draft.ID+"/config", config); st != 200 {
-		t.Fatalf("Version.update: %d %s", st, body)
+		f.t.Fatalf("Version.update: %d %s", st, body)
 	}
 	if st := f.api(f.owner, "POST", "/versions/"+draft.ID+"/publish", nil, nil); st != 200 {
-		t.Fatalf("publish: %d", st)
+		f.t.Fatalf("publish: %d", st)
 	}
-	w.version = draft.ID
+	w := &volumeWorld{fnEnv: f, dir: dir, agent: agent, version: draft.ID}
 	w.s = w.newSession()
 	return w
 }
