@@ -11,6 +11,7 @@ type User struct {
 	PasswordHash string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	TenantID     string // "" for the operator's people (migration 0025)
 }
 
 // Invite is a one-time link: the owner's setup link or an invitation. Only the
@@ -25,6 +26,7 @@ type Invite struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	UsedAt    *time.Time
+	TenantID  string
 }
 
 // WebSession is a signed-in browser. The cookie holds only its id; deleting the
@@ -47,6 +49,9 @@ type Token struct {
 	ExpiresAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	// Narrowed tokens hold only their own permissions rows (migration 0025).
+	Narrowed bool
+	ParentID string
 }
 
 // Action is the record of one verb: who asked, what for, and the verdict.
@@ -63,7 +68,11 @@ type Action struct {
 	Version    string
 	ClientInfo string // the client that asked: an MCP client's name/version
 	PolicyRule string // ToolCall.create: which rule decided the call (argument rules)
-	CreatedAt  time.Time
+	// Permission is what allowed the verb (verb, scope, source, limit);
+	// MissingPermission what a refusal lacked (migration 0025).
+	Permission        string
+	MissingPermission string
+	CreatedAt         time.Time
 }
 
 // Agent is a named agent; what it may call lives in its versions.
@@ -132,6 +141,7 @@ type Vault struct {
 	Description string
 	CreatedBy   string
 	CreatedAt   time.Time
+	TenantID    string
 }
 
 // Credential is one secret bound to a URL prefix; the secret is sealed
@@ -169,6 +179,9 @@ type Session struct {
 	CreatedBy string
 	CreatedAt time.Time
 	EndedAt   *time.Time
+	TenantID  string
+	// TokenExpiresAt ends the agent token before the session ends, when set.
+	TokenExpiresAt *time.Time
 }
 
 // SessionVault binds a vault to a session; Position orders ties between vaults.
