@@ -56,6 +56,8 @@ func ServeAgent(in io.Reader, out io.Writer) error {
 			a.start(f)
 		case frameCancel:
 			a.cancel(f.ID)
+		default:
+			a.other(f) // agent_ports.go
 		}
 	}
 }
@@ -67,6 +69,7 @@ type agent struct {
 	running map[uint64]context.CancelFunc
 	wg      sync.WaitGroup
 	baseEnv []string
+	streams streamTable // forwarded ports (agent_ports.go)
 }
 
 func (a *agent) send(f frame) error {
@@ -87,7 +90,7 @@ func (a *agent) start(f frame) {
 		reply := frame{Type: frameResult, ID: f.ID}
 		if f.Exec == nil {
 			reply.Error = "exec frame without a request"
-		} else if res, err := runCommand(ctx, *f.Exec, a.baseEnv); err != nil {
+		} else if res, err := runCommand(a.liveContext(ctx, f), *f.Exec, a.baseEnv); err != nil {
 			reply.Error = err.Error()
 			var fe *FieldError
 			if errors.As(err, &fe) {

@@ -44,6 +44,7 @@ func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecRes
 		cmd.Env = withSlot(cmd.Env, slot)
 	}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	defer liveOutputOf(ctx, cmd)() // output frames while it runs (agent_live.go)
 	if req.Stdin != "" {
 		cmd.Stdin = strings.NewReader(req.Stdin)
 	}

@@ -38,6 +38,7 @@ type AgentClient struct {
 	done    chan struct{}
 	closed  chan struct{}
 	once    sync.Once
+	extra   clientExtra // ports and live output (agentclient_ports.go)
 }
 
 // NewAgentClient starts reading frames from r.
@@ -56,6 +57,7 @@ func (c *AgentClient) readLoop(r *bufio.Reader) {
 			c.err = err
 			c.mu.Unlock()
 			close(c.done)
+			c.extra.streams.closeAll(ErrMachineExited)
 			return
 		}
 		switch f.Type {
@@ -72,6 +74,8 @@ func (c *AgentClient) readLoop(r *bufio.Reader) {
 			if ch != nil {
 				ch <- f
 			}
+		default:
+			c.other(f) // agentclient_ports.go
 		}
 	}
 }
@@ -133,7 +137,9 @@ func (c *AgentClient) Exec(ctx context.Context, req ExecRequest) (ExecResult, er
 	guard := time.NewTimer(time.Duration(req.TimeoutSecs)*time.Second + answerSlack)
 	defer guard.Stop()
 	sent := make(chan error, 1)
-	go func() { sent <- c.send(frame{Type: frameExec, ID: id, Exec: &req}) }()
+	ef := frame{Type: frameExec, ID: id, Exec: &req}
+	defer c.liveExec(ctx, &ef)() // agentclient_ports.go
+	go func() { sent <- c.send(ef) }()
 	select {
 	case err := <-sent:
 		if err != nil {

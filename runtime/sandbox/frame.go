@@ -29,6 +29,8 @@ type frame struct {
 	Error  string       `json:"error,omitempty"`
 	// Field is set when Error is a FieldError, so the host can rebuild it.
 	Field string `json:"field,omitempty"`
+	// Streams, port lists and live output (frame_stream.go).
+	streamFields
 }
 
 func writeFrame(w io.Writer, f frame) error {

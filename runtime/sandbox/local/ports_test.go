@@ -1,0 +1,105 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/subako/subako/runtime/sandbox"
+)
+
+// A server an exec runs inside the sandbox (no network) is listed and
+// answers an HTTP request made through the agent.
+func TestPortForwardReachesAServerInside(t *testing.T) {
+	m := start(t, newDriver(t, Config{}), sandbox.Spec{})
+	run(t, m, "mkdir -p site && echo '<h1>made inside</h1>' > site/index.html")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Exec(ctx, sandbox.ExecRequest{Command: "cd site && exec /usr/bin/python3 -m http.server 8765 --bind 127.0.0.1", TimeoutSecs: 60})
+
+	var ports []sandbox.ListenPort
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var err error
+		if ports, err = m.ListPorts(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(ports) > 0 {
+			break
+		}
+	}
+	if len(ports) != 1 || ports[0].Port != 8765 || ports[0].Address != "127.0.0.1" {
+		t.Fatalf("listening ports: %+v; want 127.0.0.1:8765", ports)
+	}
+	conn, err := m.DialPort(context.Background(), 8765)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /index.html HTTP/1.0\r\nHost: localhost\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "made inside") {
+		t.Fatalf("status %d body %q", resp.StatusCode, body)
+	}
+
+	// A large body crosses the window many times over.
+	run(t, m, "head -c 3000000 /dev/zero | tr '\\0' x > site/big.txt")
+	conn2, err := m.DialPort(context.Background(), 8765)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	fmt.Fprintf(conn2, "GET /big.txt HTTP/1.0\r\n\r\n")
+	resp, err = http.ReadResponse(bufio.NewReader(conn2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	if n != 3000000 {
+		t.Fatalf("big body: %d bytes, want 3000000", n)
+	}
+
+	if _, err := m.DialPort(context.Background(), 8766); err == nil || !strings.Contains(err.Error(), "nothing answers on port 8766") {
+		t.Fatalf("dial of a closed port: %v", err)
+	}
+}
+
+// An exec's output reaches the host while the command still runs.
+func TestExecOutputArrivesWhileItRuns(t *testing.T) {
+	m := start(t, newDriver(t, Config{}), sandbox.Spec{})
+	var mu sync.Mutex
+	var chunks []string
+	var at []time.Duration
+	began := time.Now()
+	ctx := sandbox.WithOutput(context.Background(), func(stream string, data []byte) {
+		mu.Lock()
+		chunks = append(chunks, stream+":"+string(data))
+		at = append(at, time.Since(began))
+		mu.Unlock()
+	})
+	res, err := m.Exec(ctx, sandbox.ExecRequest{Command: "for i in 1 2 3; do echo $i; sleep 1; done; echo err >&2", TimeoutSecs: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Since(began)
+	if res.Stdout != "1\n2\n3\n" {
+		t.Fatalf("result stdout %q", res.Stdout)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(chunks, "") != "stdout:1\nstdout:2\nstdout:3\nstderr:err\n" {
+		t.Fatalf("chunks %q", chunks)
+	}
+	if at[0] > ended-1500*time.Millisecond {
+		t.Fatalf("first chunk came at %v, the exec ended at %v: not live", at[0], ended)
+	}
+}
