@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/subako/subako/runtime/sandbox"
+	"github.com/subako/subako/runtime/sandbox/release"
 )
 
 // Config configures the driver. The zero value works: release "2026" is the
@@ -27,8 +28,17 @@ import (
 type Config struct {
 	// Releases maps a release name to a root folder holding usr/ and the
 	// usual bin, sbin, lib, lib64 entries (symlinks or folders), and the
-	// public etc files listed in releaseEtc. Default: {"2026": "/"}.
+	// public etc files listed in releaseEtc. Default: {"2026": "/"} when
+	// Images is nil (the host's own root, for development and tests).
 	Releases map[string]string
+	// Images, if set, builds and caches the releases it knows (2026) as
+	// images from Debian packages; a release named in Releases stays a
+	// folder. Each machine on an image gets a writable overlay root (see
+	// image.go), which needs a root server.
+	Images *release.Cache
+	// RootBytes bounds what a machine on an image writes outside
+	// /workspace (a tmpfs, in memory; default DefaultRootBytes).
+	RootBytes int64
 	// UID and GID are the host ids sandboxes run as when the server is root
 	// (default 65534, nobody). A server that is not root uses its own ids.
 	UID, GID int
@@ -76,7 +86,7 @@ var validID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // New checks the configuration. A missing bwrap is reported by Start, so a
 // server without sandboxes configured still starts.
 func New(cfg Config) (*Driver, error) {
-	if cfg.Releases == nil {
+	if cfg.Releases == nil && cfg.Images == nil {
 		cfg.Releases = map[string]string{"2026": "/"}
 	}
 	if cfg.UID == 0 {
@@ -134,6 +144,7 @@ func New(cfg Config) (*Driver, error) {
 		cfg.Logger.Warn("sandbox: descriptors the server inherited stay open to its helper programs", "err", err)
 	}
 	removeStaleCgroups(cfg.CgroupRoot)
+	removeStaleOverlays(cfg.RunDir)
 	switch {
 	case cfg.DiskBytes > 0 && !d.root:
 		cfg.Logger.Warn("sandbox: the server is not root, so /workspace has no size limit (--sandbox-disk needs root to mount each sandbox's disk)")
@@ -170,7 +181,11 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine,
 	if err != nil {
 		return nil, err
 	}
-	releaseRoot, err := d.checkSpec(spec)
+	image, err := d.imageRoot(ctx, spec.Release)
+	if err != nil {
+		return nil, err
+	}
+	releaseRoot, err := d.checkSpec(spec, image)
 	if err != nil {
 		return nil, err
 	}
@@ -217,11 +232,14 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine,
 	return m, nil
 }
 
-func (d *Driver) checkSpec(spec sandbox.Spec) (string, error) {
+func (d *Driver) checkSpec(spec sandbox.Spec, image string) (string, error) {
 	if !validID.MatchString(spec.ID) {
 		return "", fmt.Errorf("local: id %q: must be 1-64 of A-Z, a-z, 0-9, _ and -", spec.ID)
 	}
 	root, ok := d.cfg.Releases[spec.Release]
+	if image != "" {
+		root, ok = image, true
+	}
 	if !ok {
 		return "", fmt.Errorf("local: release %q is not configured", spec.Release)
 	}

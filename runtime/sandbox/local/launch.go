@@ -18,7 +18,7 @@ import (
 
 // launch starts bwrap blocked before the agent runs, puts the sandbox into
 // its cgroups and network, then lets it go and waits for the agent's hello.
-func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, spec sandbox.Spec, cg *cgroups, disk *workspaceDisk, slots string) (*Machine, error) {
+func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, spec sandbox.Spec, cg *cgroups, disk *workspaceDisk, slots string) (m *Machine, err error) {
 	fds := &fdTable{}
 	defer fds.close()
 	volumeDir := spec.VolumeDir
@@ -36,12 +36,26 @@ func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, s
 		return nil, err
 	}
 	skel.touch()
+	var overlay *rootOverlay
+	if d.isImage(spec.Release) {
+		if overlay, err = d.mountOverlay(spec.ID, skel, releaseRoot); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if m == nil {
+				overlay.unmount()
+			}
+		}()
+	}
 	spec, unstage, err := d.stageVolume(spec)
 	defer unstage() // the sandbox's own mount of the volume outlives the staging one
 	if err != nil {
 		return nil, err
 	}
 	args, err := bwrapArgs(fds, skel, releaseRoot, spec, d.cfg.TmpBytes, extra...)
+	if err == nil && overlay != nil {
+		args, err = imageArgs(args, fds, overlay)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -52,16 +66,17 @@ func (d *Driver) launch(ctx context.Context, bwrap, releaseRoot, agent string, s
 	defer infoR.Close()
 	defer blockW.Close()
 
-	m, err := d.startBwrap(bwrap, []string{"--args", argsFD, agentPath}, fds, spec.ID, cg)
+	started, err := d.startBwrap(bwrap, []string{"--args", argsFD, agentPath}, fds, spec.ID, cg)
 	fds.close() // the child has its copies; ours would keep pipes open
 	if err != nil {
 		return nil, err
 	}
-	if err := d.setUp(ctx, m, infoR, blockW, spec); err != nil {
-		m.Stop() // the caller detaches the disk
+	if err := d.setUp(ctx, started, infoR, blockW, spec); err != nil {
+		started.Stop() // the caller detaches the disk
 		return nil, err
 	}
-	m.disk = disk
+	m = started
+	m.disk, m.root = disk, overlay
 	m.volumeDir, m.volumeUID, m.volumeGID = volumeDir, uid, gid
 	return m, nil
 }

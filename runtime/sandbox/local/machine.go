@@ -25,6 +25,7 @@ type Machine struct {
 	slirp    *exec.Cmd
 	cg       *cgroups
 	disk     *workspaceDisk
+	root     *rootOverlay // the writable root of an image release, or nil
 	stderr   *tailBuffer
 	exited   chan struct{}
 	// volumeDir is the session's volume bound at /volume (or ""), given
@@ -81,7 +82,7 @@ func (m *Machine) stop() error {
 	}
 	// Every process is gone: the workspace disk's content goes back into
 	// a plain folder, which is what the lifecycle archives.
-	err := errors.Join(m.cg.remove(), m.disk.detach())
+	err := errors.Join(m.cg.remove(), m.disk.detach(), m.root.unmount())
 	if err != nil {
 		return fmt.Errorf("local: stop %s: %w", m.id, err)
 	}
