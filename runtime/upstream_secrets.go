@@ -2,11 +2,11 @@ package runtime
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
+
+	"github.com/subako/subako/runtime/vault"
 )
 
 // An MCP server gets the session's credential on every request, and may
@@ -31,31 +31,7 @@ func credentialValues(ctx context.Context, attach attachFunc) []string {
 		return nil
 	}
 	attach(req)
-	var out []string
-	add := func(s string) {
-		if len(s) >= 4 && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	for _, vs := range req.Header {
-		for _, v := range vs {
-			add(v)
-			scheme, rest, ok := strings.Cut(v, " ")
-			if !ok {
-				continue
-			}
-			add(rest)
-			if dec, err := base64.StdEncoding.DecodeString(rest); err == nil && strings.EqualFold(scheme, "Basic") {
-				add(string(dec))
-				if _, pw, ok := strings.Cut(string(dec), ":"); ok {
-					add(pw)
-				}
-			}
-		}
-	}
-	// Longest first: a header value goes whole before the token inside it.
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return out
+	return vault.HeaderSecrets(req.Header, nil)
 }
 
 // hideCredentials cuts each of secrets out of s, as written and as a JSON
