@@ -25,6 +25,9 @@ type act struct {
 	// recorded: the verb wrote its allowed Action itself, in its own
 	// transaction (ToolCall.create, with the call); finish adds none.
 	recorded bool
+	// permission allowed the call (Grant.String); missing is what a
+	// refusal lacked ("Vault.use vault:customer-a").
+	permission, missing string
 }
 
 func (a *act) target(ids ...string) {
@@ -37,15 +40,9 @@ func (a *act) target(ids ...string) {
 
 // run is the one path every verb takes: check the permission, run, record.
 // A Principal without the permission gets an Action already refused, with the
-// missing permission as its reason, and fn never runs.
+// missing permission as its reason, and fn never runs (check.go).
 func (r *Runtime) run(ctx context.Context, p Principal, verb string, fn func(a *act) error, targets ...string) error {
-	a := &act{}
-	a.target(targets...)
-	if !p.Can(verb) {
-		r.record(ctx, p, verb, a, VerdictRefused, "missing permission "+verb)
-		return denied(p, verb, "")
-	}
-	return r.finish(ctx, p, verb, a, fn(a))
+	return r.runIn(ctx, p, verb, CheckInput{}, fn, targets...)
 }
 
 // runOpen is run for the few verbs a caller uses before it has a Principal
@@ -61,6 +58,10 @@ func (r *Runtime) finish(ctx context.Context, p Principal, verb string, a *act, 
 	case err == nil:
 		r.record(ctx, p, verb, a, VerdictAllowed, "")
 	case ok && (e.Kind == KindForbidden || e.Kind == KindUnauthenticated || e.Kind == KindTooMany):
+		if e.MissingPermission != "" && a.missing == "" {
+			// A verb required another inside (Session.create → Vault.use).
+			a.missing = e.MissingPermission
+		}
 		r.record(ctx, p, verb, a, VerdictRefused, e.Error())
 	default:
 		r.record(ctx, p, verb, a, VerdictFailed, err.Error())
@@ -83,6 +84,7 @@ func (r *Runtime) actionRecord(p Principal, verb string, a *act, verdict, reason
 		ID: newID("act"), Verb: truncate(verb, 100), ByKind: string(p.Kind), ByID: truncate(p.ID, 100), ByLabel: truncate(p.Label, 200),
 		Targets: truncate(strings.Join(a.targets, " "), 1000), Verdict: verdict, Reason: truncate(reason, 1000),
 		Model: truncate(a.model, 200), Version: truncate(a.version, 100), ClientInfo: truncate(a.client, 200), CreatedAt: r.now(),
+		Permission: truncate(a.permission, 300), MissingPermission: truncate(a.missing, 300),
 	}
 }
 

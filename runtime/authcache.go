@@ -83,7 +83,13 @@ func (c *authCache) put(hash string, e authEntry) {
 }
 
 // authTables are the tables whose changes can change what a token means.
-var authTables = map[string]bool{"tokens": true, "sessions": true, "users": true}
+// Who may do what (issue 13) is read through it too: roles, permissions,
+// seats, their removals and tenants, created as well as changed.
+var authTables = map[string]bool{"tokens": true, "sessions": true, "users": true,
+	"roles": true, "permissions": true, "seats": true, "seat_permissions": true, "tenants": true}
+
+// grantTables are the tables whose new rows change what someone holds.
+var grantTables = map[string]bool{"roles": true, "permissions": true, "seats": true, "seat_permissions": true, "tenants": true}
 
 // watchAuthWrites (called by New) moves the generation on after any update
 // or delete of tokens, sessions or people made through this runtime's database handle,
@@ -104,6 +110,11 @@ func (r *Runtime) watchAuthWrites() {
 		}
 	}
 	cb := r.db.DB.Callback()
+	_ = cb.Create().After("gorm:create").Register(name, func(tx *gorm.DB) {
+		if tx.Statement != nil && grantTables[tx.Statement.Table] {
+			hook(tx)
+		}
+	})
 	_ = cb.Update().After("gorm:update").Register(name, hook)
 	_ = cb.Delete().After("gorm:delete").Register(name, hook)
 }

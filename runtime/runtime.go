@@ -86,6 +86,7 @@ type Runtime struct {
 	oauth      oauthState // OAuth credentials' tokens in memory (vault_oauth.go)
 	auth       authCache  // what bearer tokens resolved to (authcache.go)
 	hot        *hotPath   // the tool-call hot path's caches (hotpath.go)
+	grantCache grantCache // what people hold, per auth generation (grants_load.go)
 }
 
 // New builds a Runtime over an open, migrated database.
