@@ -21,6 +21,9 @@ type Limits struct {
 	Pids        int64
 	// CPUPercent is a share of one core: 100 is one core, 250 two and a half.
 	CPUPercent int
+	// DiskBytes is the size of /workspace while the machine runs (0: the
+	// driver's own default).
+	DiskBytes int64
 }
 
 // Spec says what a driver starts.

@@ -28,7 +28,7 @@ func (m *Manager) startLocked(ctx context.Context, b *box, key Key) error {
 	b.rec.Release, b.rec.Network = key.Release, key.Network
 	machine, err := m.cfg.Driver.Start(ctx, Spec{
 		ID: b.rec.ID, Release: key.Release, Network: key.Network,
-		WorkspaceDir: m.workspaceDir(b.rec.ID), Skills: skills, Limits: m.cfg.Limits,
+		WorkspaceDir: m.workspaceDir(b.rec.ID), Skills: skills, Limits: m.limitsFor(key),
 		VolumeDir: key.VolumeDir, VolumeWrite: key.VolumeWrite,
 	})
 	if err != nil {
@@ -45,6 +45,7 @@ func (m *Manager) startLocked(ctx context.Context, b *box, key Key) error {
 	}
 	failpoint("start.recorded")
 	b.rec, b.machine, b.storedActive = rec, machine, rec.LastActiveAt
+	b.idle = key.IdleTimeout
 	m.notify(rec)
 	return nil
 }

@@ -59,6 +59,10 @@ type Key struct {
 	// VolumeDir and VolumeWrite: the session's volume at /volume (see Spec).
 	VolumeDir   string
 	VolumeWrite bool
+	// Limits override the Config's, field by field where not zero (the
+	// grant's resources); IdleTimeout overrides Config.IdleTimeout.
+	Limits      Limits
+	IdleTimeout time.Duration
 }
 
 // Manager starts sandboxes on their first exec, suspends them when idle,
@@ -91,6 +95,9 @@ type box struct {
 	// storedActive is the LastActiveAt the Store holds: execs only move
 	// rec.LastActiveAt, and Tick records it when it moved.
 	storedActive time.Time
+	// idle is this sandbox's idle timeout (zero: Config.IdleTimeout), from
+	// the key of its last start.
+	idle time.Duration
 }
 
 // NewManager checks cfg and fills in defaults.

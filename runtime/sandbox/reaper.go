@@ -29,7 +29,7 @@ func (m *Manager) Tick(ctx context.Context) error {
 	var errs []error
 	for _, b := range boxes {
 		b.mu.Lock()
-		idle := b.machine != nil && b.active == 0 && !m.now().Before(b.rec.LastActiveAt.Add(m.cfg.IdleTimeout))
+		idle := b.machine != nil && b.active == 0 && !m.now().Before(b.rec.LastActiveAt.Add(m.idleTimeout(b)))
 		if idle {
 			errs = append(errs, m.suspendLocked(ctx, b, m.now()))
 		} else {

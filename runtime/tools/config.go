@@ -71,6 +71,11 @@ type Sandbox struct {
 	// (the default, also written ""), "read" (read-only) or "write". An
 	// extension of the seed's format.
 	Volume string `json:"volume,omitempty"`
+	// Resources and IdleTimeoutSecs size the machine and its idle timer
+	// (0: the server's defaults), within the server's ceilings. Extensions
+	// of the seed's format.
+	Resources       *Resources `json:"resources,omitempty"`
+	IdleTimeoutSecs int        `json:"idle_timeout_secs,omitempty"`
 }
 
 // Environment is what a sandbox boots: Type "platform" and a release line.

@@ -69,6 +69,7 @@ func skillSettings(g Skill) (string, []setting) { return g.Name, []setting{{"ski
 
 func sandboxSettings(g Sandbox) (string, []setting) {
 	s := []setting{{"release", g.Environment.Release}, {"network", g.Network.Type}, {"default_policy", g.DefaultPolicy}}
+	s = append(s, resourceSettings(g)...)
 	return g.Name, append(s, ruleSettings(g.ToolRules)...)
 }
 

@@ -79,6 +79,8 @@ var titles = map[string]string{
 	"unknown_release":      "Unknown release",
 	"network_required":     "Network is required",
 	"invalid_network":      "Unknown network",
+	"invalid_resource":     "Invalid resource",
+	"over_ceiling":         "Over the server's ceiling",
 }
 
 // fieldError builds a FieldError with the title of its code.

@@ -10,7 +10,8 @@ const SandboxTool = "exec"
 
 func (v *validator) sandbox(path string, n *node, names *[]string) Sandbox {
 	o, ok := v.object(path, n, "a sandbox grant",
-		"name", "environment", "network", "default_policy", "tool_rules", "volume")
+		"name", "environment", "network", "default_policy", "tool_rules", "volume",
+		"resources", "idle_timeout_secs")
 	if !ok {
 		return Sandbox{}
 	}
@@ -19,6 +20,7 @@ func (v *validator) sandbox(path string, n *node, names *[]string) Sandbox {
 	g.Network = v.network(o)
 	g.DefaultPolicy = v.defaultPolicy(o)
 	g.Volume = v.volumeSetting(o, "what the sandbox may do in the session's volume, mounted at /volume")
+	g.Resources, g.IdleTimeoutSecs = v.resources(o), v.idleTimeout(o)
 	g.ToolRules = v.toolRules(o, func(tool string) string {
 		if tool == SandboxTool {
 			return ""

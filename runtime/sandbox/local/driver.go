@@ -199,8 +199,8 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine,
 		if err := chownTree(spec.WorkspaceDir, uid, gid); err != nil {
 			return nil, err
 		}
-		if d.cfg.DiskBytes > 0 {
-			if disk, err = attachDiskFrom(spec.WorkspaceDir, d.cfg.DiskBytes, uid, gid, d.cfg.RunDir); err != nil {
+		if size := d.diskBytes(spec); size > 0 {
+			if disk, err = attachDiskFrom(spec.WorkspaceDir, size, uid, gid, d.cfg.RunDir); err != nil {
 				return nil, err
 			}
 		}

@@ -43,7 +43,9 @@ func (m *Machine) HostPID() int { return m.childPID }
 // Exec implements sandbox.Machine.
 func (m *Machine) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	m.giveVolume()
+	oomBefore := m.cg.oomKills()
 	res, err := m.client.Exec(ctx, req)
+	m.noteOOM(&res, oomBefore)
 	if errors.Is(err, sandbox.ErrMachineExited) {
 		return res, fmt.Errorf("%w (%s)", err, m.stderr.String())
 	}
