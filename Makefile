@@ -6,8 +6,8 @@ export CGO_ENABLED := 0
 .PHONY: run build packages generate test test-postgres check deps bench fuzz soak clean
 
 run: build
-	@command -v bwrap >/dev/null && command -v slirp4netns >/dev/null && command -v mkfs.ext4 >/dev/null || { echo "installing bubblewrap, slirp4netns and e2fsprogs for sandboxes (apt-get)"; \
-	  { apt-get update -qq && apt-get install -y -qq bubblewrap slirp4netns iproute2 e2fsprogs >/dev/null; } || \
+	@command -v bwrap >/dev/null && command -v slirp4netns >/dev/null && command -v mkfs.ext4 >/dev/null && command -v mmdebstrap >/dev/null || { echo "installing bubblewrap, slirp4netns, e2fsprogs and mmdebstrap for sandboxes (apt-get)"; \
+	  { apt-get update -qq && apt-get install -y -qq bubblewrap slirp4netns iproute2 e2fsprogs mmdebstrap >/dev/null; } || \
 	  echo "could not install them: the console runs, and sandbox calls answer how to install bubblewrap"; }
 	./$(BIN) serve
 
@@ -26,6 +26,8 @@ generate:
 
 # The whole suite, on SQLite, or on PostgreSQL when SUBAKO_TEST_DATABASE_URL is set.
 # deps installs what the browser tests need when it is missing (Debian).
+# The sandbox release image (about 1 minute to build, 850 MB) is built once per
+# machine into SUBAKO_RELEASE_CACHE (default /var/tmp/subako-releases) and shared.
 test: deps
 	$(GO) test -count=1 -timeout 30m ./...
 
@@ -78,6 +80,7 @@ deps:
 	command -v slirp4netns >/dev/null || missing="$$missing slirp4netns"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v mkfs.ext4 >/dev/null || missing="$$missing e2fsprogs"; \
+	command -v mmdebstrap >/dev/null || missing="$$missing mmdebstrap"; \
 	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then echo "installing$$missing"; apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; fi
 	@test -d $(MCP_TEST_SERVER)/node_modules || { echo "installing the MCP test server (npm ci)"; npm ci --prefix $(MCP_TEST_SERVER) --no-audit --no-fund --loglevel=error; }

@@ -82,6 +82,9 @@ func (d *Driver) mountOverlay(id string, skel *skeleton, image string) (*rootOve
 			return nil, err
 		}
 	}
+	if err := os.WriteFile(filepath.Join(o.dir, "owner"), []byte(processIdentity(strconv.Itoa(os.Getpid()))), 0o600); err != nil {
+		return nil, err
+	}
 	size := d.cfg.RootBytes
 	if size == 0 {
 		size = DefaultRootBytes
@@ -133,13 +136,41 @@ func unmountOverlay(dir string) error {
 }
 
 // removeStaleOverlays unmounts the roots a crashed server left mounted.
+// The run folder is shared by every server (and test) on the machine, so
+// only roots whose server is gone are removed: each names its server's pid
+// and start time in its owner file.
 func removeStaleOverlays(runDir string) {
 	entries, _ := os.ReadDir(runDir)
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), overlayPrefix) && e.IsDir() {
-			unmountOverlay(filepath.Join(runDir, e.Name()))
+		dir := filepath.Join(runDir, e.Name())
+		if !strings.HasPrefix(e.Name(), overlayPrefix) || !e.IsDir() {
+			continue
 		}
+		owner, err := os.ReadFile(filepath.Join(dir, "owner"))
+		if f := strings.Fields(string(owner)); err == nil && len(f) == 2 && string(owner) == processIdentity(f[0]) {
+			continue // its server still runs
+		}
+		unmountOverlay(dir)
 	}
+}
+
+// processIdentity is "<pid> <start time>" of a live process, else "".
+func processIdentity(pid string) string {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The start time is field 22; fields after the command (in
+	// parentheses, which may hold spaces) start at field 3.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return ""
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 20 {
+		return ""
+	}
+	return pid + " " + fields[19]
 }
 
 // ownSkeleton gives an image skeleton's files to the sandbox ids (root
