@@ -62,7 +62,7 @@ func (r *Runtime) ApprovalDeny(ctx context.Context, p Principal, in DecisionInpu
 func (r *Runtime) decide(ctx context.Context, p Principal, verb string, in DecisionInput, state string) (ApprovalView, error) {
 	var out ApprovalView
 	var call models.ToolCall
-	err := r.run(ctx, p, verb, func(a *act) error {
+	err := r.runIn(ctx, p, verb, r.decisionCheckInput(ctx, in.Approval), func(a *act) error {
 		if in.Scope == "" {
 			in.Scope = "call"
 		}

@@ -134,7 +134,7 @@ func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallIn
 	var out ToolCallView
 	var callID string
 	var started *callHandle
-	err := r.run(ctx, p, "ToolCall.create", func(a *act) error {
+	err := r.runIn(ctx, p, "ToolCall.create", r.callCheckInput(in), func(a *act) error {
 		a.model, a.client = in.Model, in.ClientInfo
 		if in.WaitSeconds != nil && *in.WaitSeconds < 0 {
 			return invalid("wait_seconds", "out_of_range", fmt.Sprintf("wait_seconds must be 0 or more (0 answers at once; waits over %d are cut to %d)", int(maxWait.Seconds()), int(maxWait.Seconds())))
