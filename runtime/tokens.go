@@ -166,8 +166,7 @@ func (r *Runtime) lookupToken(ctx context.Context, hash string) (Principal, mode
 	if err := r.db.WithContext(ctx).First(&u, "id = ?", t.UserID).Error; err != nil {
 		return Anonymous, t, ErrUnauthenticated
 	}
-	p := UserPrincipal(u.ID, u.Email, u.Access)
-	p.TokenID = t.ID
+	p := r.principalFor(ctx, u, t.ID)
 	return p, t, nil
 }
 
@@ -214,7 +213,7 @@ func (r *Runtime) PrincipalForEmail(ctx context.Context, email string) (Principa
 	if err := r.db.WithContext(ctx).First(&u, "email = ?", strings.ToLower(strings.TrimSpace(email))).Error; err != nil {
 		return Anonymous, notFound("user with email", email)
 	}
-	return UserPrincipal(u.ID, u.Email, u.Access), nil
+	return r.principalFor(ctx, u, ""), nil
 }
 
 // MetricsAllowed tells whether a bearer token may read /metrics: a person's
