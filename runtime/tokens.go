@@ -27,17 +27,26 @@ type TokenView struct {
 	ExpiresAt  time.Time  `json:"expires_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 	Token      string     `json:"token,omitempty"`
+	// Narrowed tokens hold only Permissions ("Noun.verb scope"), as far as
+	// their holder still holds them; the others act as their holder.
+	Narrowed    bool     `json:"narrowed"`
+	Permissions []string `json:"permissions"`
+	// Parent is the token that made this one, when a token made it.
+	Parent string `json:"parent,omitempty"`
 }
 
 func tokenView(t models.Token) TokenView {
 	return TokenView{ID: t.ID, User: t.UserID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt,
-		ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt}
+		ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt, Narrowed: t.Narrowed, Parent: t.ParentID, Permissions: []string{}}
 }
 
 // TokenCreateInput names a token and how long it lives ("24h", "90m", "30d").
+// Permissions, when given, narrow it to those ("Noun.verb scope", a subset
+// of what the caller holds); a narrowed token can only make narrowed ones.
 type TokenCreateInput struct {
-	Name    string `json:"name" form:"name"`
-	Expires string `json:"expires" form:"expires"`
+	Name        string   `json:"name" form:"name"`
+	Expires     string   `json:"expires" form:"expires"`
+	Permissions []string `json:"permissions" form:"permissions"`
 }
 
 // ParseLifetime reads a duration with Go's units plus "d" for days.
@@ -78,14 +87,29 @@ func (r *Runtime) TokenCreate(ctx context.Context, p Principal, in TokenCreateIn
 		if err != nil {
 			return err
 		}
+		parent, parentNarrowed := r.tokenNarrowed(ctx, p)
+		if parentNarrowed && len(in.Permissions) == 0 {
+			return invalid("permissions", "permissions_required", "this token is narrowed: a token it makes must list its permissions, a subset of this token's")
+		}
+		perms, err := r.narrowTo(ctx, p, in.Permissions)
+		if err != nil {
+			return err
+		}
 		secret, hash := newSecret("sbk")
 		t := models.Token{ID: newID("tok"), UserID: p.ID, Name: strings.TrimSpace(in.Name), Prefix: secret[:8],
-			TokenHash: hash, CreatedAt: r.now(), ExpiresAt: r.now().Add(life)}
-		if err := r.db.WithContext(ctx).Create(&t).Error; err != nil {
-			return fmt.Errorf("runtime: create token: %w", err)
+			TokenHash: hash, CreatedAt: r.now(), ExpiresAt: r.now().Add(life), Narrowed: len(perms) > 0, ParentID: p.TokenID}
+		// A token made by a token lives no longer than it.
+		if p.TokenID != "" && parent.ID != "" && parent.ExpiresAt.Before(t.ExpiresAt) {
+			t.ExpiresAt = parent.ExpiresAt
+		}
+		if err := r.createNarrowedToken(ctx, p, &t, perms); err != nil {
+			return err
 		}
 		a.target(t.ID)
 		out = tokenView(t)
+		for _, g := range perms {
+			out.Permissions = append(out.Permissions, g.Verb+" "+g.Scope.String())
+		}
 		out.Token = secret
 		return nil
 	})
@@ -100,8 +124,22 @@ func (r *Runtime) TokenList(ctx context.Context, p Principal) ([]TokenView, erro
 		if err := r.db.WithContext(ctx).Where("user_id = ? AND revoked_at IS NULL", p.ID).Order("created_at DESC").Find(&ts).Error; err != nil {
 			return err
 		}
+		var narrowed []string
 		for _, t := range ts {
-			out = append(out, tokenView(t))
+			if t.Narrowed {
+				narrowed = append(narrowed, t.ID)
+			}
+		}
+		perms, err := r.tokenPermissions(ctx, narrowed)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			v := tokenView(t)
+			if t.Narrowed {
+				v.Permissions = append(v.Permissions, perms[t.ID]...)
+			}
+			out = append(out, v)
 		}
 		return nil
 	})
@@ -129,7 +167,7 @@ func (r *Runtime) TokenRevoke(ctx context.Context, p Principal, id string) error
 				return denied(p, "User.grant_owner", "only an owner may revoke an owner's token")
 			}
 		}
-		if err := r.db.WithContext(ctx).Model(&t).UpdateColumn("revoked_at", r.now()).Error; err != nil {
+		if err := r.revokeTokenAndMade(ctx, p, t); err != nil {
 			return err
 		}
 		// Committed: the token is refused from its very next request on.
