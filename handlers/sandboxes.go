@@ -180,7 +180,9 @@ func (h *Handlers) sandboxTable(c echo.Context, p runtime.Principal, f runtime.S
 	pg := pagerOf(t.Back, nil, f.Cursor, list.PageLinks)
 	t.Newer, t.Older = pg.Newer, pg.Older
 	for _, s := range list.Items {
-		t.Rows = append(t.Rows, sandboxRow(s, p))
+		row := sandboxRow(s, p)
+		row.Ports = h.sandboxPorts(c, p, s) // sandbox_live.go
+		t.Rows = append(t.Rows, row)
 	}
 	return t, nil
 }

@@ -55,7 +55,11 @@ func (h *Handlers) SessionEvents(c echo.Context) error {
 			}
 			return nil
 		}
-		if !out.await(ctx(c), events, beat.C, func(ev runtime.Event) bool { return ev.SessionID == id }) {
+		// Live exec output is its own small part (sandbox_live.go).
+		h.pushOutput(c, out, sid, id, runtime.Event{Kind: "call_output"})
+		if !out.await(ctx(c), events, beat.C, func(ev runtime.Event) bool {
+			return ev.SessionID == id && !h.pushOutput(c, out, sid, id, ev)
+		}) {
 			return nil
 		}
 	}

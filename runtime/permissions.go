@@ -61,6 +61,7 @@ var memberVerbs = []string{
 	"Approval.approve", "Approval.deny",
 	"Subscription.get", "Subscription.update",
 	"Archive.download",
+	"Sandbox.port",
 	"Volume.put", "Volume.delete",
 }
 

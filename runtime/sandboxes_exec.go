@@ -25,6 +25,8 @@ func (r *Runtime) runSandbox(ctx context.Context, e SandboxExec) (json.RawMessag
 	}
 	key := sandbox.Key{SessionID: e.SessionID, Grant: e.Grant.Name, Release: e.Grant.Environment.Release, Network: e.Grant.Network.Type}
 	vol := r.sandboxVolume(ctx, e, &key)
+	ctx, liveDone := r.liveExec(ctx, e, req.Command) // output as it happens (sandboxes_live.go)
+	defer liveDone()
 	res, err := set.mgr.Exec(ctx, key, req)
 	if verr := vol.after(ctx); verr != nil {
 		out, _ := fitRecorded(res)

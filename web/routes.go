@@ -90,6 +90,7 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"Archive.download", http.MethodGet, "/sandboxes/:sandbox/archive", h.DownloadArchive},
 		{"Archive.delete", http.MethodDelete, "/sandboxes/:sandbox/archive", h.APIArchiveDelete},
 		{"Archive.upload", http.MethodPut, "/sandboxes/:sandbox/archive", h.APIArchiveUpload},
+		{"Sandbox.port", http.MethodPost, "/sandboxes/:sandbox/ports/:port", h.APIOpenPort},
 		{"Usage.get", http.MethodGet, "/usage", h.APIUsageGet},
 		{"User.list", http.MethodGet, "/users", h.APIUserList},
 		{"User.invite", http.MethodPost, "/users", h.APIUserInvite},
@@ -199,6 +200,8 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.GET("/sandboxes/:sandbox/archive", h.DownloadArchive)
 	con.POST("/sandboxes/:sandbox/archive/delete", h.DeleteArchive)
 	con.POST("/sandboxes/:sandbox/archive/upload", h.UploadArchive)
+	con.GET("/sandboxes/:sandbox/ports/:port", h.OpenPort)
+	con.GET("/sandboxes/:sandbox/ports/:port/*", h.OpenPort)
 	con.GET("/functions", h.Functions)
 	con.POST("/functions", h.InstallFunction)
 	con.GET("/functions/:name/:version", h.Function)
@@ -218,6 +221,10 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	// No OAuth metadata: 404 rather than the console's sign-in redirect
 	// (handlers/mcp_protocol.go).
 	e.Any("/.well-known/*", h.WellKnown)
+	// A port's preview: its ticket is the credential, never the cookie
+	// (handlers/sandbox_ports.go).
+	e.Any("/sandbox-preview/:ticket", h.PreviewPort)
+	e.Any("/sandbox-preview/:ticket/*", h.PreviewPort)
 	mcpEndpoint := handlers.NewMCP(h)
 	e.Any("/mcp/sessions/:session", mcpEndpoint.Serve, h.RequireBearer)
 

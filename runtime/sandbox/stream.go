@@ -221,25 +221,18 @@ func (streamAddr) String() string  { return "sandbox" }
 func (s *streamEnd) LocalAddr() net.Addr  { return streamAddr{} }
 func (s *streamEnd) RemoteAddr() net.Addr { return streamAddr{} }
 
-func (s *streamEnd) SetDeadline(t time.Time) error {
-	s.mu.Lock()
-	s.rdl, s.wdl = t, t
-	s.wake()
-	s.mu.Unlock()
-	return nil
-}
+func (s *streamEnd) SetDeadline(t time.Time) error      { return s.deadline(&t, &t) }
+func (s *streamEnd) SetReadDeadline(t time.Time) error  { return s.deadline(&t, nil) }
+func (s *streamEnd) SetWriteDeadline(t time.Time) error { return s.deadline(nil, &t) }
 
-func (s *streamEnd) SetReadDeadline(t time.Time) error {
+func (s *streamEnd) deadline(read, write *time.Time) error {
 	s.mu.Lock()
-	s.rdl = t
-	s.wake()
-	s.mu.Unlock()
-	return nil
-}
-
-func (s *streamEnd) SetWriteDeadline(t time.Time) error {
-	s.mu.Lock()
-	s.wdl = t
+	if read != nil {
+		s.rdl = *read
+	}
+	if write != nil {
+		s.wdl = *write
+	}
 	s.wake()
 	s.mu.Unlock()
 	return nil
