@@ -57,6 +57,8 @@ func grantSections(cfg tools.Config) []pages.GrantSection {
 				net := "Internet"
 				if g.Network.Type == tools.NetworkNone {
 					net = "No internet"
+				} else if g.Network.Type == tools.NetworkAllowlist {
+					net = "Allowlist: " + strings.Join(g.Network.Allow, ", ")
 				}
 				details := []string{"Platform " + g.Environment.Release, net}
 				if g.Volume != "" {
@@ -146,6 +148,7 @@ func fillFromConfig(f *pages.GrantForm, cfg tools.Config) bool {
 			g := cfg.Sandboxes[i]
 			f.Name, f.Release, f.Network, f.Policy = g.Name, g.Environment.Release, g.Network.Type, g.DefaultPolicy
 			f.Volume = g.Volume
+			f.Allow = strings.Join(g.Network.Allow, "\n")
 			rules(g.ToolRules)
 			return true
 		}
@@ -273,6 +276,7 @@ func readForm(c echo.Context, f *pages.GrantForm) {
 	f.Skill = c.FormValue("skill")
 	f.Release = c.FormValue("release")
 	f.Network = c.FormValue("network")
+	f.Allow = c.FormValue("allow")
 	f.Policy = c.FormValue("default_policy")
 	f.Package = c.FormValue("package")
 	f.Origins = c.FormValue("origins")
@@ -322,7 +326,7 @@ func grantJSON(f pages.GrantForm) json.RawMessage {
 		g = map[string]any{"name": f.Name, "skill": f.Skill}
 	case tools.KindSandbox:
 		g = map[string]any{"name": f.Name, "environment": map[string]string{"type": "platform", "release": f.Release},
-			"network": map[string]string{"type": f.Network}, "default_policy": f.Policy, "tool_rules": ruleJSON}
+			"network": networkJSON(f), "default_policy": f.Policy, "tool_rules": ruleJSON}
 		if f.Volume != "" && f.Volume != tools.VolumeNone {
 			g["volume"] = f.Volume // none, the default, is left unsaid
 		}

@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -28,6 +30,11 @@ type SandboxOptions struct {
 	// MinFreeDisk is the free space (bytes) under which the disk of Dir
 	// takes no new sandbox start nor archive (0: 1 GiB; negative: no floor).
 	MinFreeDisk int64
+	// EgressRootCAs verify the certificates of the hosts a sandbox's network
+	// exit forwards to with a credential (nil: the system's; tests set theirs).
+	EgressRootCAs *x509.CertPool
+	// EgressResolver resolves names for the exits (nil: the system's).
+	EgressResolver *net.Resolver
 }
 
 // sandboxSet is one runtime's sandboxes: the lifecycle Manager and what the
@@ -41,6 +48,8 @@ type sandboxSet struct {
 
 	accrualMu   sync.Mutex
 	lastAccrual time.Time
+
+	exits *exitLog // what the machines' network exits refused and added
 }
 
 func (r *Runtime) sandboxes() *sandboxSet { return r.sandboxSet.Load() }
@@ -62,8 +71,9 @@ func (r *Runtime) StartSandboxes(ctx context.Context, o SandboxOptions) error {
 		return err
 	}
 	set := &sandboxSet{skillsDir: o.SkillsDir}
+	set.exits = &exitLog{log: r.opts.Log.Warn}
 	mgr, err := sandbox.NewManager(sandbox.Config{
-		Driver: &egressDriver{Driver: o.Driver, log: r.opts.Log}, Archives: o.Archives, Store: sandboxStore{r.db},
+		Driver: &egressDriver{Driver: o.Driver, log: r.opts.Log, rt: r, exits: set.exits, rootCAs: o.EgressRootCAs, resolver: o.EgressResolver}, Archives: o.Archives, Store: sandboxStore{r.db},
 		Clock: r.opts.Clock, Dir: o.Dir,
 		IdleTimeout: o.IdleTimeout, RetireAfter: o.RetireAfter, MaxArchiveBytes: o.MaxArchiveBytes, Limits: o.Limits,
 		MaxRunning: o.MaxRunning, MinFreeDisk: o.MinFreeDisk,

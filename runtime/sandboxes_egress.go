@@ -4,6 +4,7 @@ import (
 	"github.com/subako/subako/runtime/egress"
 
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -33,6 +34,12 @@ type egressDriver struct {
 	sandbox.Driver
 	log      *slog.Logger
 	warnOnce sync.Once
+	// rt, exits and rootCAs serve the machines' network exits
+	// (sandboxes_exit.go): allowlist and Internet modes.
+	rt       *Runtime
+	exits    *exitLog
+	rootCAs  *x509.CertPool
+	resolver *net.Resolver
 }
 
 // RecoverWorkspace passes sandbox.WorkspaceRecoverer through to the driver.
@@ -44,6 +51,26 @@ func (d *egressDriver) RecoverWorkspace(dir string) error {
 }
 
 func (d *egressDriver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Machine, error) {
+	var exit *sandboxExit
+	if d.wantsExit(ctx, spec) {
+		var err error
+		if exit, err = d.openExit(ctx, spec); err != nil {
+			return nil, err
+		}
+		spec.EgressDir = exit.dir
+	}
+	m, err := d.startFiltered(ctx, spec)
+	if err != nil {
+		exit.close()
+		return m, err
+	}
+	if exit != nil {
+		return &exitMachine{Machine: m, exit: exit}, nil
+	}
+	return m, nil
+}
+
+func (d *egressDriver) startFiltered(ctx context.Context, spec sandbox.Spec) (sandbox.Machine, error) {
 	m, err := d.Driver.Start(ctx, spec)
 	if err != nil || spec.Network != sandbox.NetworkUnrestricted {
 		return m, err

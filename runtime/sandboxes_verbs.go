@@ -41,6 +41,10 @@ type SandboxView struct {
 	// ArchiveNote says what the archive left out (pipes, sockets, links
 	// pointing out of /workspace), or is empty.
 	ArchiveNote string `json:"archive_note,omitempty"`
+	// Exit is what the sandbox's network exit refused (destinations and DNS
+	// names) and where it added a credential, newest first, since the
+	// server started (sandboxes_exit.go).
+	Exit []ExitEventView `json:"exit,omitempty"`
 }
 
 // ArchiveView is a sandbox's archive of /workspace (tar + gzip).
@@ -68,6 +72,7 @@ func (r *Runtime) sandboxView(m models.Sandbox, title string) SandboxView {
 		v.MachineSeconds += max(r.now().Sub(*m.StartedAt).Seconds(), 0)
 	}
 	v.Credits = v.MachineSeconds * PriceMachineSecond
+	v.Exit = r.sandboxExitEvents(m.ID)
 	if m.ArchiveAt != nil {
 		v.Archive = &ArchiveView{Bytes: m.ArchiveBytes, CreatedAt: *m.ArchiveAt}
 	}

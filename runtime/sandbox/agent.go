@@ -37,7 +37,7 @@ func RunAgentIfRequested() {
 // ServeAgent answers exec frames from in on out until in is closed, then
 // kills whatever is still running and returns.
 func ServeAgent(in io.Reader, out io.Writer) error {
-	a := &agent{out: out, running: map[uint64]context.CancelFunc{}, baseEnv: agentBaseEnv()}
+	a := &agent{out: out, running: map[uint64]context.CancelFunc{}, baseEnv: startEgress(agentBaseEnv())}
 	if err := a.send(frame{Type: frameHello}); err != nil {
 		return fmt.Errorf("agent: hello: %w", err)
 	}

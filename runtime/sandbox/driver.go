@@ -42,6 +42,10 @@ type Spec struct {
 	// the sandbox's: no archive of /workspace includes it.
 	VolumeDir   string
 	VolumeWrite bool
+	// EgressDir, if set, is the host folder of the sandbox's network exit
+	// (its proxy's socket and the certificates to trust), bound read-only at
+	// EgressDir; the agent relays the proxy and, in allowlist mode, DNS.
+	EgressDir string
 }
 
 // Driver starts machines. The local driver uses bubblewrap; a Kubernetes

@@ -84,9 +84,12 @@ type Environment struct {
 	Release string `json:"release"`
 }
 
-// Network says whether a sandbox reaches the Internet ("unrestricted") or not ("none").
+// Network says whether a sandbox reaches the Internet ("unrestricted", also
+// written "internet"), nothing ("none"), or only what Allow lists
+// ("allowlist": domains, *.domain wildcards and CIDRs; sandbox_network.go).
 type Network struct {
-	Type string `json:"type"`
+	Type  string   `json:"type"`
+	Allow []string `json:"allow,omitempty"`
 }
 
 // Function grants the tools of an installed function package version; Origins

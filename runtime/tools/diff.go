@@ -68,7 +68,7 @@ func mcpSettings(g MCPServer) (string, []setting) {
 func skillSettings(g Skill) (string, []setting) { return g.Name, []setting{{"skill", g.Skill}} }
 
 func sandboxSettings(g Sandbox) (string, []setting) {
-	s := []setting{{"release", g.Environment.Release}, {"network", g.Network.Type}, {"default_policy", g.DefaultPolicy}}
+	s := []setting{{"release", g.Environment.Release}, {"network", networkText(g.Network)}, {"default_policy", g.DefaultPolicy}}
 	s = append(s, resourceSettings(g)...)
 	return g.Name, append(s, ruleSettings(g.ToolRules)...)
 }

@@ -19,7 +19,7 @@ func lines(changes []Change) string {
 }
 
 func sandbox(name, release, network, policy string, rules map[string]string) Sandbox {
-	return Sandbox{Name: name, Environment: Environment{"platform", release}, Network: Network{network},
+	return Sandbox{Name: name, Environment: Environment{"platform", release}, Network: Network{Type: network},
 		DefaultPolicy: policy, ToolRules: plainRules(rules)}
 }
 

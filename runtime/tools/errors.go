@@ -79,6 +79,8 @@ var titles = map[string]string{
 	"unknown_release":      "Unknown release",
 	"network_required":     "Network is required",
 	"invalid_network":      "Unknown network",
+	"allow_required":       "Allowlist is required",
+	"invalid_allow":        "Invalid allowlist entry",
 	"invalid_resource":     "Invalid resource",
 	"over_ceiling":         "Over the server's ceiling",
 }

@@ -90,7 +90,7 @@ func TestExportFileRoundTrip(t *testing.T) {
 
 func TestExportLeavesOutEmpty(t *testing.T) {
 	data, err := Export(Config{Sandboxes: []Sandbox{{Name: "b", Environment: Environment{"platform", "2026"},
-		Network: Network{"none"}, DefaultPolicy: "deny", ToolRules: plainRules(map[string]string{})}}})
+		Network: Network{Type: "none"}, DefaultPolicy: "deny", ToolRules: plainRules(map[string]string{})}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestSandboxDescriptionSaysNetwork(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.network, func(t *testing.T) {
-			d := SandboxTools(Sandbox{Name: "b", Network: Network{tt.network}})[0].Description
+			d := SandboxTools(Sandbox{Name: "b", Network: Network{Type: tt.network}})[0].Description
 			if !strings.HasSuffix(d, tt.want) {
 				t.Errorf("description %q does not end with %q", d, tt.want)
 			}

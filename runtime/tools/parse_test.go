@@ -127,7 +127,7 @@ var rejectCases = []struct {
 		`environment type must be platform; found "docker"`},
 	{"environment missing", sandboxWith(netNone), "sandboxes[0].environment", "environment_required", ""},
 	{"network type", sandboxWith(env2026 + `, "network": {"type": "host"}`), "sandboxes[0].network.type", "invalid_network",
-		`network type must be unrestricted (Internet) or none (No internet); found "host"`},
+		`network type must be none (No internet), internet (Internet; also written unrestricted) or allowlist (only the hosts listed in allow); found "host"`},
 	{"network missing", sandboxWith(env2026), "sandboxes[0].network", "network_required", ""},
 	{"network a string", sandboxWith(env2026 + `, "network": "none"`), "sandboxes[0].network", "invalid_type", "network must be an object; found a string"},
 }

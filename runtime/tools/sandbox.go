@@ -72,23 +72,5 @@ func releaseDetail(r *node, release string, offered []string) string {
 }
 
 func (v *validator) network(o obj) Network {
-	n, present := o.fs["network"]
-	if !present {
-		v.add(o.off("network"), fieldError(o.at("network"), "network_required",
-			`network is required: {"type": "unrestricted"} for Internet or {"type": "none"} for no internet`))
-		return Network{}
-	}
-	nw, ok := v.object(o.at("network"), n, "a network", "type")
-	if !ok {
-		return Network{}
-	}
-	net := Network{Type: v.str(nw, "type")}
-	if t := nw.fs["type"]; t == nil || (t.kind == stringNode && net.Type != NetworkUnrestricted && net.Type != NetworkNone) {
-		detail := "network type is required: unrestricted (Internet) or none (No internet)"
-		if t != nil {
-			detail = fmt.Sprintf("network type must be unrestricted (Internet) or none (No internet); found %s", quoteShort(net.Type))
-		}
-		v.add(nw.off("type"), fieldError(nw.at("type"), "invalid_network", detail))
-	}
-	return net
+	return v.networkSetting(o) // sandbox_network.go
 }

@@ -81,10 +81,7 @@ var renameSchema = json.RawMessage(fmt.Sprintf(`{
 // SkillTools and BuiltinTools it returns fresh schema bytes on every call,
 // so a caller may keep or change them.
 func SandboxTools(g Sandbox) []ToolDef {
-	network := "It has Internet access."
-	if g.Network.Type == NetworkNone {
-		network = "It has no Internet access."
-	}
+	network := networkSentence(g.Network) // sandbox_network.go
 	return []ToolDef{{
 		Name: SandboxTool,
 		Description: fmt.Sprintf("Run one shell command in the sandbox %s, a Linux machine of this session's own "+

@@ -35,8 +35,10 @@ func startProxy(t testing.TB, cfg Config) (*Proxy, *http.Client) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(p.CACertPEM())
 	tr := &http.Transport{
-		Proxy:           http.ProxyURL(&url.URL{Scheme: "http", Host: "exit"}),
-		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
+		Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: "exit"}),
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
 		TLSClientConfig: &tls.Config{RootCAs: pool},
 	}
 	return p, &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -147,4 +149,3 @@ func BenchmarkExitRequest(b *testing.B) {
 		}})
 	b.Run("exit_tls_credential", func(b *testing.B) { get(b, c, secure.URL) })
 }
-

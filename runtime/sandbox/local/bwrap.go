@@ -117,6 +117,11 @@ func bwrapArgs(fds *fdTable, skel *skeleton, releaseRoot string, spec sandbox.Sp
 	}
 	args = append(args, mounts...)
 	args = append(args, agentMounts...)
+	egress, err := egressArgs(fds, spec)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, egress...)
 	// Everything but /workspace, /tmp and /dev/shm is read-only: the root
 	// and the release are bound so, /dev is remounted.
 	return append(args, "--remount-ro", "/dev", "--chdir", "/workspace"), nil
@@ -161,6 +166,9 @@ func etcFiles(network string) map[string]string {
 	resolv := "# No internet: this sandbox has no network but its own loopback.\n"
 	if network == sandbox.NetworkUnrestricted {
 		resolv = "nameserver 10.0.2.3\n" // slirp4netns's built-in DNS forwarder
+	}
+	if network == sandbox.NetworkAllowlist {
+		resolv = "nameserver 127.0.0.1\n" // the agent, answering only allowed names (agent_egress.go)
 	}
 	return map[string]string{
 		"passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n" +

@@ -243,7 +243,7 @@ func (d *Driver) checkSpec(spec sandbox.Spec, image string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("local: release %q is not configured", spec.Release)
 	}
-	if spec.Network != sandbox.NetworkNone && spec.Network != sandbox.NetworkUnrestricted {
+	if spec.Network != sandbox.NetworkNone && spec.Network != sandbox.NetworkUnrestricted && spec.Network != sandbox.NetworkAllowlist {
 		return "", fmt.Errorf("local: network %q: must be %q or %q", spec.Network, sandbox.NetworkNone, sandbox.NetworkUnrestricted)
 	}
 	if fi, err := os.Stat(spec.WorkspaceDir); err != nil || !fi.IsDir() {

@@ -145,6 +145,11 @@ func (d *Driver) setUp(ctx context.Context, m *Machine, infoR, blockW *os.File, 
 	if err := m.cg.add(pid); err != nil {
 		return err
 	}
+	if spec.Network == sandbox.NetworkAllowlist {
+		if err := openDNSPort(pid); err != nil { // egress.go
+			return err
+		}
+	}
 	if _, err := blockW.Write([]byte{1}); err != nil {
 		return fmt.Errorf("release the sandbox (%s): %w", m.stderr.String(), err)
 	}

@@ -31,7 +31,7 @@ import (
 // The skeleton's name carries a fingerprint of every release file it copies,
 // so a changed release (new certificates, a package that adds an
 // alternative) gets a new skeleton at the next start.
-const skeletonVersion = "1"
+const skeletonVersion = "2"
 
 // skeleton is one prepared root.
 type skeleton struct {
@@ -138,7 +138,7 @@ func makeSkeleton(runDir, name, root, network, agent string, volume bool) (*skel
 
 func fillSkeleton(dst, root, network, agent string, volume bool) error {
 	mkdir := func(p string) error { return os.MkdirAll(filepath.Join(dst, p), 0o755) }
-	for _, p := range []string{"usr", "proc", "dev", "tmp", "workspace", "skills", "etc/ssl", "etc/alternatives", strings.TrimPrefix(sandbox.ExecPidsDir, "/")} {
+	for _, p := range []string{"usr", "proc", "dev", "tmp", "workspace", "skills", "etc/ssl", "etc/alternatives", strings.TrimPrefix(sandbox.ExecPidsDir, "/"), strings.TrimPrefix(sandbox.EgressDir, "/")} {
 		if err := mkdir(p); err != nil {
 			return err
 		}
