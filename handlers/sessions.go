@@ -102,10 +102,10 @@ func (h *Handlers) CreateSession(c echo.Context) error {
 			vaults = append(vaults, v)
 		}
 	}
-	in := runtime.SessionCreateInput{Version: form.Get("version"), Vaults: vaults, Title: form.Get("title")}
+	in := runtime.SessionCreateInput{Version: form.Get("version"), Vaults: vaults, Title: form.Get("title"), TokenExpires: form.Get("token_expires")}
 	s, err := h.RT.SessionCreate(ctx(c), principal(c), in)
 	if e, ok := formError(err); ok {
-		f := pages.SessionForm{Version: in.Version, Title: in.Title, Vaults: vaults}
+		f := pages.SessionForm{Version: in.Version, Title: in.Title, TokenExpires: in.TokenExpires, Vaults: vaults}
 		f.Errors, f.Error = fieldErrors(e)
 		for k, msg := range f.Errors {
 			// vaults[2] is the third picked vault; the form shows one message for its row of pickers.
@@ -164,6 +164,7 @@ func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages
 	d := pages.SessionDetail{Head: live.head, Calls: live.calls, Pending: live.pending, Rules: live.rules,
 		AgentID: s.Agent, AgentName: s.Agent, VersionID: s.Version,
 		CanRefresh: p.Can("Session.tools") && s.State == runtime.SessionActive}
+	d.TokenExpires = isoTimePtr(s.TokenExpiresAt)
 	seen := liveSeen(ctx(c), live.parts())
 	d.EventsURL = "/sessions/" + url.PathEscape(id) + "/events?" + url.Values{"seen": {seen}}.Encode()
 	if s.State == runtime.SessionActive {

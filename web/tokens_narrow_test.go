@@ -123,7 +123,8 @@ func TestNarrowedTokenActsOnlyWithinItsPermissions(t *testing.T) {
 // 401 that says why, while the session stays open.
 func TestSessionAgentTokenExpires(t *testing.T) {
 	e := newEnv(t)
-	tok := e.owner().token()
+	owner := e.owner()
+	tok := owner.token()
 	version := e.publishedEmpty(tok)
 	var p problem
 	if s := e.api(tok, "POST", "/sessions", map[string]any{"version": version, "token_expires": "soon"}, &p); s != 422 || p.Field != "token_expires" {
@@ -137,6 +138,15 @@ func TestSessionAgentTokenExpires(t *testing.T) {
 	if s := e.api(agent, "GET", "/sessions/"+id, nil, &got); s != 200 || got.TokenExpiresAt == nil ||
 		got.TokenExpiresAt.Sub(e.clock.Now()) > 30*time.Minute || got.TokenExpiresAt.Sub(e.clock.Now()) < 29*time.Minute {
 		t.Fatalf("the agent token within its 30 minutes: %d %+v", s, got)
+	}
+	_, page := owner.get("/sessions/" + id)
+	if i := strings.Index(page, `data-testid="session-token-expires"`); i < 0 || strings.Contains(page[i:i+300], "with the session") ||
+		!strings.Contains(page[i:i+300], got.TokenExpiresAt.UTC().Format("2006-01-02T15:04")) {
+		t.Errorf("the session page does not show when the agent token expires")
+	}
+	_, page = owner.get("/sessions")
+	if !strings.Contains(page, `name="token_expires"`) {
+		t.Errorf("the session form has no token_expires field")
 	}
 	e.clock.Advance(30*time.Minute + time.Second)
 	p = problem{}

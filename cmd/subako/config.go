@@ -61,8 +61,6 @@ type Config struct {
 	Limits limitFlags
 	// Volumes bound each session's volume (volumes.go).
 	Volumes volumeFlags
-	// Releases: the release images' cache (releases.go).
-	Releases releaseFlags
 }
 
 // bindDB registers the flags every database-touching command shares.
@@ -111,7 +109,6 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.LoginThrottle.MaxKeys, "login-throttle-keys", d.MaxKeys, "accounts and addresses the sign-in throttle remembers at once (in memory, per replica)")
 	bindLimits(fs, &c.Limits)
 	bindVolumes(fs, &c.Volumes)
-	bindReleases(fs, &c.Releases)
 }
 
 // parseFlags applies environment fallbacks for flags not given on the command line.
@@ -152,9 +149,6 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Limits.validate(); err != nil {
-		return err
-	}
-	if err := c.Releases.validate(); err != nil {
 		return err
 	}
 	if c.RevealMax < 1 || c.RevealMax > 1_000_000 {

@@ -34,10 +34,9 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 		err = openDataToSandboxes(data, log)
 	}
 	var driver *local.Driver
-	images, err := sandboxImages(c, data, err, log)
 	if err == nil {
 		driver, err = local.New(local.Config{Logger: log, DiskBytes: int64(c.SandboxDisk), TmpBytes: int64(c.SandboxTmp),
-			WorkspaceRoot: filepath.Join(data, "sandboxes"), Images: images, RootBytes: int64(c.Releases.RootSize)})
+			WorkspaceRoot: filepath.Join(data, "sandboxes")})
 	}
 	var archives *archive.Local
 	if err == nil {

@@ -554,16 +554,3 @@ func SharedCacheDir() string {
 	}
 	return "/var/tmp/subako-releases"
 }
-
-// Info is what the console shows of a release: its manifest's summary,
-// that it is not built yet, or "" for a release this cache does not make.
-func (c *Cache) Info(name string) string {
-	if !Known(name) {
-		return ""
-	}
-	m, err := c.Manifest(name)
-	if err != nil {
-		return "image manifest unreadable"
-	}
-	return m.Summary()
-}
