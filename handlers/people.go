@@ -19,6 +19,7 @@ func (h *Handlers) peoplePage(c echo.Context, status int, extra pages.PeoplePage
 	view := extra
 	view.Manage = p.Can("User.update")
 	view.Levels = runtime.AccessLevels
+	view.Seating = h.seating(c)
 	for _, u := range users {
 		row := pages.PersonRow{ID: u.ID, Email: u.Email, Name: u.Name, Access: u.Access, Since: isoTime(u.CreatedAt), You: u.ID == p.ID}
 		if view.Manage {

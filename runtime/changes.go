@@ -2,11 +2,15 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/subako/subako/models"
 )
@@ -39,11 +43,13 @@ const maxChangeJSON = 64 << 10
 // larger than 64 KiB is an error rather than a Change cut in half. It returns
 // nothing about the row: list it with Change.list.
 func (r *Runtime) recordChange(ctx context.Context, tx *gorm.DB, p Principal, kind, subject, summary string, before, after any) error {
-	_, err := r.recordChangeRow(ctx, tx, p, kind, subject, summary, before, after, "")
+	_, err := r.recordChangeRow(ctx, tx, p, models.Change{Kind: kind, Subject: subject, Summary: summary}, before, after)
 	return err
 }
 
-func (r *Runtime) recordChangeRow(ctx context.Context, tx *gorm.DB, p Principal, kind, subject, summary string, before, after any, undoOf string) (models.Change, error) {
+// recordChangeRow is recordChange of c's kind, subject, summary and, when
+// set, its id, action and undo_of.
+func (r *Runtime) recordChangeRow(ctx context.Context, tx *gorm.DB, p Principal, c models.Change, before, after any) (models.Change, error) {
 	b, err := changeJSON(before)
 	if err != nil {
 		return models.Change{}, err
@@ -55,13 +61,27 @@ func (r *Runtime) recordChangeRow(ctx context.Context, tx *gorm.DB, p Principal,
 	if tx == nil {
 		tx = r.db.DB
 	}
-	c := models.Change{ID: newID("chg"), Kind: truncate(kind, 100), Subject: truncate(subject, 200), Summary: truncate(summary, 1000),
-		ByKind: string(p.Kind), ByID: truncate(p.ID, 100), ByLabel: truncate(p.Label, 200),
-		BeforeJSON: b, AfterJSON: a, CreatedAt: r.now(), UndoOf: undoOf}
+	if c.ID == "" {
+		c.ID = changeID(r.now())
+	}
+	c.Kind, c.Subject, c.Summary = truncate(c.Kind, 100), truncate(c.Subject, 200), truncate(c.Summary, 1000)
+	c.ByKind, c.ByID, c.ByLabel = string(p.Kind), truncate(p.ID, 100), truncate(p.Label, 200)
+	c.BeforeJSON, c.AfterJSON, c.CreatedAt = b, a, r.now()
 	if err := tx.WithContext(ctx).Create(&c).Error; err != nil {
 		return c, fmt.Errorf("runtime: record change: %w", err)
 	}
 	return c, nil
+}
+
+// changeSeq orders Changes made in one clock tick by this process.
+var changeSeq atomic.Uint32
+
+// changeID is an id that sorts by time, then by order made here: the Changes
+// page lists by (created_at, id), and two Changes of one request share a tick.
+func changeID(now time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("chg_%016x%08x%06x", now.UnixNano(), changeSeq.Add(1), b)
 }
 
 func changeJSON(v any) (string, error) {
@@ -118,3 +138,309 @@ func changeView(c models.Change) ChangeView {
 // returns what the subject became (the undo's after). Filled by the files
 // that own the kinds (roles.go, seats.go, decay.go).
 var changeUndoers = map[string]func(r *Runtime, ctx context.Context, tx *gorm.DB, p Principal, c models.Change) (any, error){}
+
+// ChangeFilter narrows Change.list.
+type ChangeFilter struct {
+	Kind    string `json:"kind" query:"kind"`
+	Subject string `json:"subject" query:"subject"`
+	Limit   int    `json:"limit" query:"limit"`
+	Before  string `json:"before" query:"before"` // a Change id: list those older than it
+}
+
+// MaxChangeList bounds one page of Change.list.
+const MaxChangeList = 200
+
+// ChangeList is Change.list: the newest first, f.Limit (50 by default, at
+// most 200) at a time.
+func (r *Runtime) ChangeList(ctx context.Context, p Principal, f ChangeFilter) ([]ChangeView, error) {
+	out := []ChangeView{}
+	err := r.run(ctx, p, "Change.list", func(a *act) error {
+		limit := f.Limit
+		switch {
+		case limit == 0:
+			limit = 50
+		case limit < 0 || limit > MaxChangeList:
+			return invalid("limit", "invalid_limit", fmt.Sprintf("limit must be from 1 to %d, not %d", MaxChangeList, f.Limit))
+		}
+		q := r.db.WithContext(ctx).Model(&models.Change{})
+		if f.Kind != "" {
+			q = q.Where("kind = ?", f.Kind)
+		}
+		if f.Subject != "" {
+			q = q.Where("subject = ?", f.Subject)
+		}
+		if f.Before != "" {
+			var b models.Change
+			if err := r.db.WithContext(ctx).First(&b, "id = ?", f.Before).Error; err != nil {
+				return invalid("before", "invalid_cursor", fmt.Sprintf("before must name a Change, not %q", f.Before))
+			}
+			q = q.Where("created_at < ? OR (created_at = ? AND id < ?)", b.CreatedAt, b.CreatedAt, b.ID)
+		}
+		var rows []models.Change
+		if err := q.Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+			return fmt.Errorf("runtime: list changes: %w", err)
+		}
+		for _, c := range rows {
+			out = append(out, changeView(c))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ChangeUndo is Change.undo: the Change is reversed by another Change (its
+// undo_of), by someone entitled to grant what it puts back (undoers check).
+// A Change is undone once; an undo itself is not undone (make the change again).
+func (r *Runtime) ChangeUndo(ctx context.Context, p Principal, id string) (ChangeView, error) {
+	var out ChangeView
+	err := r.run(ctx, p, "Change.undo", func(a *act) error {
+		err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var c models.Change
+			if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).First(&c, "id = ?", id).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+				return notFound("change", id)
+			} else if err != nil {
+				return err
+			}
+			a.target(c.ID, c.Subject)
+			if c.UndoneAt != nil {
+				return conflict("already_undone", fmt.Sprintf("change %s was undone at %s", c.ID, c.UndoneAt.Format(time.RFC3339)))
+			}
+			undo := changeUndoers[c.Kind]
+			if undo == nil {
+				return conflict("not_undoable", fmt.Sprintf("a %s change cannot be undone: make the change again instead", c.Kind))
+			}
+			after, err := undo(r, ctx, tx, p, c)
+			if err != nil {
+				return err
+			}
+			res := tx.Model(&models.Change{}).Where("id = ? AND undone_at IS NULL", c.ID).Updates(map[string]any{"undone_at": r.now(), "undone_by": truncate(p.Label, 200)})
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected != 1 {
+				return conflict("already_undone", fmt.Sprintf("change %s was undone meanwhile", c.ID))
+			}
+			var before any
+			if c.AfterJSON != "" {
+				before = json.RawMessage(c.AfterJSON)
+			}
+			u, err := r.recordChangeRow(ctx, tx, p, models.Change{Kind: ChangeUndo, Subject: c.Subject, Summary: "undid: " + c.Summary, UndoOf: c.ID}, before, after)
+			out = changeView(u)
+			return err
+		})
+		r.auth.reset() // committed: what came back (or went) counts from the next request
+		if err == nil {
+			r.seatChanged()
+		}
+		return err
+	}, id)
+	return out, err
+}
+
+// decodeSide reads a Change's before or after into v.
+func decodeSide(s string, v any) error {
+	if s == "" {
+		return conflict("not_undoable", "the change kept nothing to put back")
+	}
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		return fmt.Errorf("runtime: read change: %w", err)
+	}
+	return nil
+}
+
+func init() {
+	changeUndoers[ChangeRoleCreate] = undoRoleCreate
+	changeUndoers[ChangeRoleUpdate] = undoRoleUpdate
+	changeUndoers[ChangeRoleDelete] = undoRoleDelete
+	changeUndoers[ChangeSeatCreate] = undoSeatCreate
+	changeUndoers[ChangeSeatDelete] = undoSeatDelete
+}
+
+// undoRoleCreate deletes the role (and its seats), if p may delete roles.
+func undoRoleCreate(r *Runtime, ctx context.Context, tx *gorm.DB, p Principal, c models.Change) (any, error) {
+	if !p.Can("Role.delete") {
+		return nil, denied(p, "Role.delete", "undoing a role's creation deletes it: that needs Role.delete")
+	}
+	var n int64
+	if err := tx.Model(&models.Role{}).Where("id = ?", c.Subject).Count(&n).Error; err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, conflict("not_undoable", "the role is already gone")
+	}
+	return nil, deleteRole(tx, c.Subject)
+}
+
+// undoRoleUpdate puts the role's name, description, decay and permissions
+// back as they were; p must be entitled to grant each permission it restores.
+func undoRoleUpdate(r *Runtime, ctx context.Context, tx *gorm.DB, p Principal, c models.Change) (any, error) {
+	var before roleSnapshot
+	if err := decodeSide(c.BeforeJSON, &before); err != nil {
+		return nil, err
+	}
+	role, err := findRole(tx.Clauses(clause.Locking{Strength: "UPDATE"}), c.Subject)
+	if err != nil {
+		return nil, conflict("not_undoable", "the role is gone: undo its deletion first")
+	}
+	now, err := loadRoleSnapshot(tx, role)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.mayGrantAll(ctx, p, before.Permissions); err != nil {
+		return nil, err
+	}
+	role.Name, role.Description, role.DecayDays, role.UpdatedAt = before.Role.Name, before.Role.Description, before.Role.DecayDays, r.now()
+	if err := uniqueRoleName(tx, role); err != nil {
+		return nil, err
+	}
+	if err := saveRole(tx, role); err != nil {
+		return nil, err
+	}
+	// Permissions back by id: a seat's use and decay of each stay its own.
+	keep := map[string]bool{}
+	for _, pm := range before.Permissions {
+		keep[pm.ID] = true
+	}
+	var gone []string
+	for _, pm := range now.Permissions {
+		if !keep[pm.ID] {
+			gone = append(gone, pm.ID)
+		}
+		delete(keep, pm.ID)
+	}
+	var back []models.Permission
+	for _, pm := range before.Permissions {
+		if keep[pm.ID] {
+			back = append(back, pm)
+		}
+	}
+	if err := changeRolePermissions(tx, role.ID, gone, back); err != nil {
+		return nil, err
+	}
+	return loadRoleSnapshot(tx, role)
+}
+
+// undoRoleDelete brings the role back with its permissions and seats.
+func undoRoleDelete(r *Runtime, ctx context.Context, tx *gorm.DB, p Principal, c models.Change) (any, error) {
+	if !p.Can("Role.create") {
+		return nil, denied(p, "Role.create", "undoing a role's deletion creates it again: that needs Role.create")
+	}
+	var before roleSnapshot
+	if err := decodeSide(c.BeforeJSON, &before); err != nil {
+		return nil, err
+	}
+	if err := r.mayGrantAll(ctx, p, before.Permissions); err != nil {
+		return nil, err
+	}
+	if err := uniqueRoleName(tx, before.Role); err != nil {
+		return nil, err
+	}
+	if err := tx.Create(&before.Role).Error; err != nil {
+		return nil, err
+	}
+	if len(before.Permissions) > 0 {
+		if err := tx.Create(&before.Permissions).Error; err != nil {
+			return nil, err
+		}
+	}
+	var seats []models.Seat
+	for _, s := range before.Seats {
+		var n int64
+		tx.Model(&models.User{}).Where("id = ?", s.UserID).Count(&n)
+		if n == 1 { // a person removed since is not seated again
+			seats = append(seats, s)
+		}
+	}
+	if len(seats) > 0 {
+		if err := tx.Create(&seats).Error; err != nil {
+			return nil, err
+		}
+		var sps []models.SeatPermission
+		for _, sp := range before.SeatPerms {
+			for _, s := range seats {
+				if s.ID == sp.SeatID {
+					sps = append(sps, sp)
+				}
+			}
+		}
+		if len(sps) > 0 {
+			if err := tx.CreateInBatches(&sps, 200).Error; err != nil {
+				return nil, err
+			}
+		}
+	}
+	return loadRoleSnapshot(tx, before.Role)
+}
+
+// undoSeatCreate unseats the person again.
+func undoSeatCreate(r *Runtime, ctx context.Context, tx *gorm.DB, p Principal, c models.Change) (any, error) {
+	if !p.Can("Seat.delete") {
+		return nil, denied(p, "Seat.delete", "undoing a seat unseats the person: that needs Seat.delete")
+	}
+	if err := tx.Where("seat_id = ?", c.Subject).Delete(&models.SeatPermission{}).Error; err != nil {
+		return nil, err
+	}
+	res := tx.Where("id = ?", c.Subject).Delete(&models.Seat{})
+	if res.Error == nil && res.RowsAffected == 0 {
+		return nil, conflict("not_undoable", "the seat is already gone")
+	}
+	return nil, res.Error
+}
+
+// undoSeatDelete seats the person again, with the seat's use and decay as
+// they were, if p may grant the role's permissions.
+func undoSeatDelete(r *Runtime, ctx context.Context, tx *gorm.DB, p Principal, c models.Change) (any, error) {
+	if !p.Can("Seat.create") {
+		return nil, denied(p, "Seat.create", "undoing an unseating seats the person again: that needs Seat.create")
+	}
+	var before seatSnapshot
+	if err := decodeSide(c.BeforeJSON, &before); err != nil {
+		return nil, err
+	}
+	var n int64
+	tx.Model(&models.User{}).Where("id = ?", before.Seat.UserID).Count(&n)
+	if n == 0 {
+		return nil, conflict("not_undoable", "the person has been removed")
+	}
+	role, err := findRole(tx, before.Seat.RoleID)
+	if err != nil {
+		return nil, conflict("not_undoable", "the role is gone: undo its deletion first")
+	}
+	var perms []models.Permission
+	if err := tx.Where("holder_kind = ? AND holder_id = ?", models.HolderRole, role.ID).Find(&perms).Error; err != nil {
+		return nil, err
+	}
+	if err := r.mayGrantAll(ctx, p, perms); err != nil {
+		return nil, err
+	}
+	if err := tx.Model(&models.Seat{}).Where("user_id = ? AND role_id = ?", before.Seat.UserID, role.ID).Count(&n).Error; err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		return nil, conflict("already_seated", fmt.Sprintf("%s fills role %s again already", before.Email, role.Name))
+	}
+	if err := tx.Create(&before.Seat).Error; err != nil {
+		return nil, err
+	}
+	if len(before.SeatPerms) > 0 {
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&before.SeatPerms).Error; err != nil {
+			return nil, err
+		}
+	}
+	if err := addSeatPermissions(tx, role.ID, perms); err != nil {
+		return nil, err
+	}
+	return before, nil
+}
+
+// mayGrantAll refuses, naming the first permission p may not grant.
+func (r *Runtime) mayGrantAll(ctx context.Context, p Principal, perms []models.Permission) error {
+	for _, pm := range perms {
+		s, err := ParseScope(pm.Scope)
+		if err != nil || !r.mayGrant(ctx, p, pm.Verb, s) {
+			return &Error{Kind: KindForbidden, Code: "missing_permission", Title: "Permission denied", MissingPermission: pm.Verb + " " + pm.Scope,
+				Detail: fmt.Sprintf("undoing this gives %s %s, which you do not hold yourself", pm.Verb, pm.Scope)}
+		}
+	}
+	return nil
+}

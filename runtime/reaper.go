@@ -118,6 +118,7 @@ func (r *Runtime) Reap(ctx context.Context) {
 	for _, c := range stale {
 		r.finishCall(ctx, c, CallWaitingClient, nil, timeoutError{r.opts.ClientTimeout})
 	}
+	r.decayIfDue(ctx)
 }
 
 type timeoutError struct{ after time.Duration }

@@ -66,6 +66,9 @@ type Options struct {
 	ReadyWriteTimeout time.Duration
 	// Notify configures how approvals reach approvers (notifications.go).
 	Notify NotifyOptions
+	// PermissionDecayDays removes a seat's permission unused this many days
+	// each night when its role sets no decay of its own (decay.go); 0 is off.
+	PermissionDecayDays int
 }
 
 // Runtime holds what every verb needs.
@@ -87,6 +90,9 @@ type Runtime struct {
 	auth       authCache  // what bearer tokens resolved to (authcache.go)
 	hot        *hotPath   // the tool-call hot path's caches (hotpath.go)
 	grantCache grantCache // what people hold, per auth generation (grants_load.go)
+
+	// decayDay is the UTC day decay last ran (decay.go).
+	decayDay atomic.Int64
 }
 
 // New builds a Runtime over an open, migrated database.

@@ -97,6 +97,16 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"User.update", http.MethodPatch, "/users/:user", h.APIUserUpdate},
 		{"User.remove", http.MethodDelete, "/users/:user", h.APIUserRemove},
 		{"User.revoke_invite", http.MethodDelete, "/invites/:invite", h.APIUserRevokeInvite},
+		{"Role.list", http.MethodGet, "/roles", h.APIRoleList},
+		{"Role.create", http.MethodPost, "/roles", h.APIRoleCreate},
+		{"Role.get", http.MethodGet, "/roles/:role", h.APIRoleGet},
+		{"Role.update", http.MethodPatch, "/roles/:role", h.APIRoleUpdate},
+		{"Role.delete", http.MethodDelete, "/roles/:role", h.APIRoleDelete},
+		{"Seat.list", http.MethodGet, "/seats", h.APISeatList},
+		{"Seat.create", http.MethodPost, "/seats", h.APISeatCreate},
+		{"Seat.delete", http.MethodDelete, "/seats/:seat", h.APISeatDelete},
+		{"Change.list", http.MethodGet, "/changes", h.APIChangeList},
+		{"Change.undo", http.MethodPost, "/changes/:change/undo", h.APIChangeUndo},
 		{"Token.list", http.MethodGet, "/tokens", h.APITokenList},
 		{"Token.create", http.MethodPost, "/tokens", h.APITokenCreate},
 		{"Token.revoke", http.MethodDelete, "/tokens/:token", h.APITokenRevoke},
@@ -161,6 +171,18 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.POST("/people/:user/access", h.ChangeAccess)
 	con.POST("/people/:user/remove", h.RemovePerson)
 	con.POST("/people/invites/:invite/revoke", h.RevokeInvite)
+	con.POST("/people/:user/seats", h.SeatPerson)
+	con.POST("/seats/:seat/delete", h.UnseatPerson)
+	con.GET("/roles", h.Roles)
+	con.POST("/roles", h.CreateRole)
+	con.GET("/roles/:role", h.Role)
+	con.POST("/roles/:role", h.UpdateRole)
+	con.POST("/roles/:role/permissions", h.AddRolePermissions)
+	con.POST("/roles/:role/permissions/:permission/remove", h.RemoveRolePermission)
+	con.POST("/roles/:role/seats", h.SeatPerson)
+	con.POST("/roles/:role/delete", h.DeleteRole)
+	con.GET("/changes", h.Changes)
+	con.POST("/changes/:change/undo", h.UndoChange)
 	con.GET("/tokens", h.Tokens)
 	con.POST("/tokens", h.CreateToken)
 	con.POST("/tokens/:token/revoke", h.RevokeToken)
