@@ -112,22 +112,14 @@ func (h *Handlers) Tokens(c echo.Context) error {
 }
 
 func (h *Handlers) tokensPage(c echo.Context, status int, created, errMsg string) error {
-	ts, err := h.RT.TokenList(ctx(c), principal(c))
-	if err != nil {
-		return err
-	}
-	rows := make([]pages.TokenRow, 0, len(ts))
-	for _, t := range ts {
-		rows = append(rows, pages.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Created: isoTime(t.CreatedAt),
-			Expires: isoTime(t.ExpiresAt), LastUsed: isoTimePtr(t.LastUsedAt)})
-	}
-	return render(c, status, pages.Tokens(h.shell(c, "API tokens", "tokens"), rows, created, errMsg))
+	return h.apiTokensPage(c, status, created, errMsg)
 }
 
 // CreateToken creates a token and redirects to the Tokens page, which shows
 // its secret once.
 func (h *Handlers) CreateToken(c echo.Context) error {
-	t, err := h.RT.TokenCreate(ctx(c), principal(c), runtime.TokenCreateInput{Name: c.FormValue("name"), Expires: c.FormValue("expires")})
+	t, err := h.RT.TokenCreate(ctx(c), principal(c), runtime.TokenCreateInput{Name: c.FormValue("name"), Expires: c.FormValue("expires"),
+		Permissions: tokenFormPermissions(c)})
 	if e, ok := formError(err); ok {
 		return h.tokensPage(c, statusOf(e.Kind), "", e.Error())
 	}
