@@ -198,6 +198,7 @@ func sandboxRow(s runtime.SandboxView, p runtime.Principal) pages.SandboxRow {
 	if s.Archive != nil {
 		r.HasArchive, r.ArchiveSize, r.ArchiveAt = true, skillSize(s.Archive.Bytes), isoTime(s.Archive.CreatedAt)
 	}
+	r.Exit = exitLines(s.Exit) // sandbox_exit.go
 	return r
 }
 

@@ -218,6 +218,10 @@ func TestSandboxExitAllowlist(t *testing.T) {
 	if list[0].Network != "allowlist" {
 		t.Errorf("network %q, want allowlist", list[0].Network)
 	}
+	page := w.page("/sessions/" + s.ID + "/sandboxes")
+	if !strings.Contains(page, `data-testid="sandbox-exit"`) || !strings.Contains(page, "DNS refused") || !strings.Contains(page, "other.test") || !strings.Contains(page, "Allowlist") {
+		t.Errorf("the Sandboxes tab does not show what the exit refused:\n%s", page)
+	}
 }
 
 // A credential of the session's vault is added at the exit to an HTTPS
