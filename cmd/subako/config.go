@@ -35,6 +35,9 @@ type Config struct {
 	// no archive is written or uploaded.
 	MinFreeDisk     byteSize
 	ApprovalTimeout time.Duration
+	// PermissionDecay: days a seat's permission may go unused before the
+	// nightly decay removes it, for roles without their own (0: off).
+	PermissionDecay int
 	// RevealFor and RevealMax bound the secrets a console form shows once on
 	// the page it redirects to (held in memory until then).
 	RevealFor time.Duration
@@ -83,6 +86,7 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	c.MinFreeDisk = 1 << 30
 	fs.Var(&c.MinFreeDisk, "min-free-disk", "free space the data disk keeps (e.g. 1GiB): under it no sandbox starts, no archive is written or uploaded, and no file is written to a volume")
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", 24*time.Hour, "time before a pending approval expires")
+	fs.IntVar(&c.PermissionDecay, "permission-decay", 0, "days a seat's permission may go unused before the nightly decay removes it (undoably), for roles that set no decay of their own; 0 is off")
 	fs.DurationVar(&c.RevealFor, "reveal-for", handlers.DefaultRevealFor,
 		"how long a secret a console form made (session token, invitation link, API token) waits in memory for the page that shows it once")
 	fs.IntVar(&c.RevealMax, "reveal-max", handlers.DefaultRevealMax, "secrets waiting to be shown once, at most, all browsers together (the oldest are dropped)")
@@ -147,6 +151,9 @@ func (c *Config) validate() error {
 	}
 	if _, err := logLevel(c.LogLevel); err != nil {
 		return err
+	}
+	if c.PermissionDecay < 0 || c.PermissionDecay > runtime.MaxDecayDays {
+		return fmt.Errorf("--permission-decay must be from 0 (off) to %d days, not %d", runtime.MaxDecayDays, c.PermissionDecay)
 	}
 	if err := c.Limits.validate(); err != nil {
 		return err
