@@ -76,13 +76,18 @@ func userCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 
 func tokenCmd(args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
-		return fmt.Errorf("usage: subako token create --email E [--name N] [--expires 24h]")
+		return fmt.Errorf("usage: subako token create --email E [--name N] [--expires 24h] [--permission 'Noun.verb scope']...")
 	}
 	var email, name, expires string
+	var perms []string
 	rt, done, err := offline("token create", args[1:], func(fs *flag.FlagSet) {
 		fs.StringVar(&email, "email", "", "the person the token acts as")
 		fs.StringVar(&name, "name", "cli", "a name to recognise the token by")
 		fs.StringVar(&expires, "expires", "24h", "lifetime, such as 24h or 30d (at most 365d)")
+		fs.Func("permission", "narrow the token to this permission, \"Noun.verb scope\" (repeat for more; none: it acts as the person)", func(v string) error {
+			perms = append(perms, v)
+			return nil
+		})
 	})
 	if err != nil {
 		return err
@@ -93,7 +98,7 @@ func tokenCmd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	t, err := rt.TokenCreate(ctx, p, runtime.TokenCreateInput{Name: name, Expires: expires})
+	t, err := rt.TokenCreate(ctx, p, runtime.TokenCreateInput{Name: name, Expires: expires, Permissions: perms})
 	if err != nil {
 		return err
 	}
