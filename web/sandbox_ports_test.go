@@ -1,8 +1,11 @@
 package web_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -19,9 +22,25 @@ import (
 // headerServer is a server for inside a sandbox: / serves the folder, as
 // python3 -m http.server does, and /headers answers the request's headers
 // with a cookie of its own, which the preview must not pass on.
-const headerServer = `import http.server
+const headerServer = `import base64, hashlib, http.server
 class H(http.server.SimpleHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
     def do_GET(self):
+        if self.path.startswith('/ws'):
+            key = self.headers['Sec-WebSocket-Key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
+            self.send_response(101)
+            self.send_header('Upgrade', 'websocket')
+            self.send_header('Connection', 'Upgrade')
+            self.send_header('Sec-WebSocket-Accept', base64.b64encode(hashlib.sha1(key.encode()).digest()).decode())
+            self.end_headers()
+            self.wfile.flush()
+            while True:
+                b = self.connection.recv(4096)
+                if not b:
+                    break
+                self.connection.sendall(b)
+            self.close_connection = True
+            return
         if self.path.startswith('/headers'):
             b = str(self.headers).encode()
             self.send_response(200)
@@ -112,6 +131,25 @@ func TestSandboxPortPreview(t *testing.T) {
 	}
 	if sc := hresp.Header.Values("Set-Cookie"); len(sc) != 0 {
 		t.Fatalf("the app's Set-Cookie reached the browser: %q", sc)
+	}
+
+	// A websocket upgrade goes through, and its bytes both ways.
+	ws, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	fmt.Fprintf(ws, "GET %sws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", loc, u.Host)
+	br := bufio.NewReader(ws)
+	wresp, err := http.ReadResponse(br, nil)
+	if err != nil || wresp.StatusCode != http.StatusSwitchingProtocols || wresp.Header.Get("Sec-Websocket-Accept") != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" {
+		t.Fatalf("websocket upgrade through the preview: %v %+v", err, wresp)
+	}
+	ws.Write([]byte("echo me"))
+	echoed := make([]byte, 7)
+	if _, err := io.ReadFull(br, echoed); err != nil || string(echoed) != "echo me" {
+		t.Fatalf("websocket bytes through the preview: %q %v", echoed, err)
 	}
 
 	// A viewer may not open a port, in the console or the API.

@@ -15,6 +15,8 @@ import (
 const (
 	streamWindow = 256 << 10
 	streamChunk  = 32 << 10
+	// streamAckEvery is how many bytes read make an acknowledgement.
+	streamAckEvery = streamWindow / 4
 	// MaxPortStreams bounds the open streams of one machine, each side.
 	MaxPortStreams = 64
 )
@@ -35,6 +37,7 @@ type streamEnd struct {
 	closed  bool  // closed here
 	eofSent bool
 	credit  int // bytes this side may still send
+	unacked int // bytes read here, not yet acknowledged
 	rdl     time.Time
 	wdl     time.Time
 	onClose func()
@@ -126,8 +129,16 @@ func (s *streamEnd) Read(p []byte) (int, error) {
 			if len(s.in) == 0 {
 				s.in = nil
 			}
+			// Acknowledged in batches: the sender still holds at least
+			// streamWindow-streamAckEvery of credit meanwhile.
+			s.unacked += n
+			if s.unacked < streamAckEvery {
+				return n, nil
+			}
+			ack := s.unacked
+			s.unacked = 0
 			s.mu.Unlock()
-			err := s.send(frame{Type: frameAck, ID: s.id, streamFields: streamFields{N: n}})
+			err := s.send(frame{Type: frameAck, ID: s.id, streamFields: streamFields{N: ack}})
 			s.mu.Lock()
 			if err != nil && s.gone == nil {
 				s.gone = err

@@ -103,3 +103,47 @@ func TestExecOutputArrivesWhileItRuns(t *testing.T) {
 		t.Fatalf("first chunk came at %v, the exec ended at %v: not live", at[0], ended)
 	}
 }
+
+// BenchmarkPortForward: an HTTP request to a server inside, through the
+// agent (a new connection each time), and a 3 MB answer's throughput.
+func BenchmarkPortForward(b *testing.B) {
+	m := start(b, newDriver(b, Config{}), sandbox.Spec{})
+	run(b, m, "mkdir -p site && echo hi > site/small.txt && head -c 3000000 /dev/zero > site/big.bin")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Exec(ctx, sandbox.ExecRequest{Command: "cd site && exec /usr/bin/python3 -m http.server 8765 --bind 127.0.0.1 2>/dev/null", TimeoutSecs: 600})
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if ports, _ := m.ListPorts(context.Background()); len(ports) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the server never listened")
+		}
+	}
+	get := func(b *testing.B, path string, want int64) {
+		conn, err := m.DialPort(context.Background(), 8765)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET %s HTTP/1.0\r\n\r\n", path)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, _ := io.Copy(io.Discard, resp.Body); n != want {
+			b.Fatalf("%s: %d bytes", path, n)
+		}
+	}
+	b.Run("request", func(b *testing.B) {
+		for b.Loop() {
+			get(b, "/small.txt", 3)
+		}
+	})
+	b.Run("3MB", func(b *testing.B) {
+		b.SetBytes(3000000)
+		for b.Loop() {
+			get(b, "/big.bin", 3000000)
+		}
+	})
+}
