@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -149,8 +151,14 @@ func (d *egressDriver) openExit(ctx context.Context, spec sandbox.Spec) (*sandbo
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "subako-exit-")
+	parent, err := exitsDir()
 	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: network exit folder: %w", spec.ID, err)
+	}
+	name := make([]byte, 16)
+	rand.Read(name)
+	dir := filepath.Join(parent, hex.EncodeToString(name))
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sandbox %s: network exit folder: %w", spec.ID, err)
 	}
 	x := &sandboxExit{dir: dir, proxy: p}
@@ -173,6 +181,27 @@ func (d *egressDriver) openExit(ctx context.Context, spec sandbox.Spec) (*sandbo
 	}
 	go p.Serve(ln)
 	return x, nil
+}
+
+// exitsRoot is the server's folder of exit folders: its own, 0711 (bwrap,
+// run as the sandbox uid, passes through it to bind a sandbox's folder), and
+// each sandbox's folder has a random 128-bit name that cannot be listed, so
+// no one else on the host finds a sandbox's proxy socket (and the
+// credentials its exit adds).
+var exitsRoot struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func exitsDir() (string, error) {
+	exitsRoot.once.Do(func() {
+		exitsRoot.dir, exitsRoot.err = os.MkdirTemp("", "subako-exits-")
+		if exitsRoot.err == nil {
+			exitsRoot.err = os.Chmod(exitsRoot.dir, 0o711)
+		}
+	})
+	return exitsRoot.dir, exitsRoot.err
 }
 
 // systemBundles are where a Debian or Red Hat host keeps its authorities.
@@ -241,8 +270,12 @@ type ExitEventView struct {
 	Last   time.Time `json:"last"`
 }
 
-// maxExitEvents bounds the lines kept per sandbox (the newest are kept).
-const maxExitEvents = 50
+// maxExitEvents bounds the lines kept per sandbox (the newest are kept),
+// maxExitSandboxes the sandboxes kept (past it, the least recent goes).
+const (
+	maxExitEvents    = 50
+	maxExitSandboxes = 4096
+)
 
 // exitLog keeps the recent exit events of every sandbox, in memory.
 type exitLog struct {
@@ -271,11 +304,26 @@ func (l *exitLog) add(id string, e proxy.Event, now time.Time) {
 			return
 		}
 	}
+	if list == nil && len(l.byID) >= maxExitSandboxes {
+		l.dropOldest()
+	}
 	list = append(list, ExitEventView{Kind: e.Kind, Host: e.Host, Detail: e.Detail, Count: 1, Last: now})
 	if len(list) > maxExitEvents {
 		list = list[len(list)-maxExitEvents:]
 	}
 	l.byID[id] = list
+}
+
+// dropOldest forgets the sandbox whose newest event is the oldest.
+func (l *exitLog) dropOldest() {
+	var oldest string
+	var at time.Time
+	for id, list := range l.byID {
+		if last := list[len(list)-1].Last; oldest == "" || last.Before(at) {
+			oldest, at = id, last
+		}
+	}
+	delete(l.byID, oldest)
 }
 
 // events are a sandbox's exit events, newest first.

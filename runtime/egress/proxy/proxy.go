@@ -115,6 +115,7 @@ func New(cfg Config) (*Proxy, error) {
 		IdleConnTimeout:        time.Minute,
 		TLSHandshakeTimeout:    dialTimeout,
 		ExpectContinueTimeout:  time.Second,
+		ResponseHeaderTimeout:  2 * time.Minute,
 		MaxResponseHeaderBytes: maxHeaderSize,
 	}
 	return p, nil
