@@ -319,7 +319,11 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 			return nil
 		}
 		// A session's end expires its approvals too.
-		if !out.await(ctx(c), events, beat.C, func(ev runtime.Event) bool { return ev.Kind == "approval" || ev.Kind == "session" }) {
+		// A change to who may do what (unseated, removed, access changed)
+		// re-reads the queue as the person now stands: refused, it ends.
+		if !out.await(ctx(c), events, beat.C, func(ev runtime.Event) bool {
+			return ev.Kind == "approval" || ev.Kind == "session" || ev.Kind == runtime.EventAccess
+		}) {
 			return nil
 		}
 		if p, err = h.RT.AuthenticateSession(ctx(c), sid); err != nil {

@@ -65,7 +65,8 @@ func actionRows(acts []runtime.ActionView) []pages.ActionRow {
 	rows := make([]pages.ActionRow, 0, len(acts))
 	for _, a := range acts {
 		rows = append(rows, pages.ActionRow{ID: a.ID, Time: isoTime(a.CreatedAt), Verb: a.Verb, By: a.By,
-			Targets: a.Targets, Verdict: a.Verdict, Reason: a.Reason, Model: a.Model, Client: a.Client, Rule: a.PolicyRule})
+			Targets: a.Targets, Verdict: a.Verdict, Reason: a.Reason, Model: a.Model, Client: a.Client, Rule: a.PolicyRule,
+			Permission: a.Permission, Missing: a.MissingPermission})
 	}
 	return rows
 }

@@ -30,7 +30,8 @@ func pendingEvents(c echo.Context, p runtime.Principal, n int) string {
 // PendingEvents streams the navigation's approvals badge as server-sent
 // events: on connecting, then whenever an approval or a session (whose end
 // expires its approvals) changes. Each update re-reads the person's browser
-// session, so a person signed out or removed stops receiving at the next change.
+// session, so a person signed out, removed or no longer allowed stops
+// receiving at the next change (of approvals, sessions, or who may do what).
 func (h *Handlers) PendingEvents(c echo.Context) error {
 	events, stop := h.RT.Subscribe()
 	defer stop()
@@ -46,11 +47,15 @@ func (h *Handlers) PendingEvents(c echo.Context) error {
 		if http.NewResponseController(out.w).Flush() != nil {
 			return nil
 		}
-		if !out.await(ctx(c), events, beat.C, func(ev runtime.Event) bool { return ev.Kind == "approval" || ev.Kind == "session" }) {
+		if !out.await(ctx(c), events, beat.C, func(ev runtime.Event) bool {
+			return ev.Kind == "approval" || ev.Kind == "session" || ev.Kind == runtime.EventAccess
+		}) {
 			return nil
 		}
 		var err error
-		if p, err = h.RT.AuthenticateSession(ctx(c), sid); err != nil {
+		// A change to who may do what wakes the stream too: a person
+		// removed, unseated or narrowed past Approval.list stops here.
+		if p, err = h.RT.AuthenticateSession(ctx(c), sid); err != nil || !p.Can("Approval.list") {
 			return nil
 		}
 	}

@@ -57,8 +57,10 @@ func (h *Handlers) SessionEvents(c echo.Context) error {
 		}
 		// Live exec output is its own small part (sandbox_live.go).
 		h.pushOutput(c, out, sid, id, runtime.Event{Kind: "call_output"})
+		// A change to who may do what re-reads the page as the person now
+		// stands: refused, the stream ends.
 		if !out.await(ctx(c), events, beat.C, func(ev runtime.Event) bool {
-			return ev.SessionID == id && !h.pushOutput(c, out, sid, id, ev)
+			return ev.Kind == runtime.EventAccess || (ev.SessionID == id && !h.pushOutput(c, out, sid, id, ev))
 		}) {
 			return nil
 		}

@@ -98,7 +98,9 @@ func (h *Handlers) streamPart(c echo.Context, name string, matters func(runtime.
 			h.Log.Warn(name+" events: stream ended", "err", err)
 			return nil
 		}
-		if http.NewResponseController(out.w).Flush() != nil || !out.await(ctx(c), events, beat.C, matters) {
+		// A change to who may do what re-reads the part too (EventAccess).
+		wake := func(ev runtime.Event) bool { return ev.Kind == runtime.EventAccess || matters(ev) }
+		if http.NewResponseController(out.w).Flush() != nil || !out.await(ctx(c), events, beat.C, wake) {
 			return nil // the browser went away, or the server stops
 		}
 		p, err := h.RT.AuthenticateSession(ctx(c), sid)

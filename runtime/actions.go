@@ -58,11 +58,15 @@ func (r *Runtime) finish(ctx context.Context, p Principal, verb string, a *act, 
 	case err == nil:
 		r.record(ctx, p, verb, a, VerdictAllowed, "")
 	case ok && (e.Kind == KindForbidden || e.Kind == KindUnauthenticated || e.Kind == KindTooMany):
+		reason := e.Error()
 		if e.MissingPermission != "" && a.missing == "" {
 			// A verb required another inside (Session.create → Vault.use).
 			a.missing = e.MissingPermission
+			if e.Detail == denied(p, e.MissingPermission, "").Detail {
+				reason = "missing permission " + e.MissingPermission
+			}
 		}
-		r.record(ctx, p, verb, a, VerdictRefused, e.Error())
+		r.record(ctx, p, verb, a, VerdictRefused, reason)
 	default:
 		r.record(ctx, p, verb, a, VerdictFailed, err.Error())
 	}
@@ -127,8 +131,12 @@ type ActionView struct {
 	Version string   `json:"version,omitempty"`
 	Client  string   `json:"client_info,omitempty"`
 	// PolicyRule is which rule decided a ToolCall.create (argument rules).
-	PolicyRule string    `json:"policy_rule,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
+	PolicyRule string `json:"policy_rule,omitempty"`
+	// Permission is what allowed the verb (verb, scope, source, limit);
+	// MissingPermission what a refusal lacked ("Vault.use vault:customer-a").
+	Permission        string    `json:"permission,omitempty"`
+	MissingPermission string    `json:"missing_permission,omitempty"`
+	CreatedAt         time.Time `json:"created_at"`
 }
 
 // ActionFilter narrows Action.list; empty fields match everything.
@@ -152,7 +160,8 @@ func (r *Runtime) ActionList(ctx context.Context, p Principal, f ActionFilter) (
 
 func actionView(rec models.Action) ActionView {
 	v := ActionView{ID: rec.ID, Verb: rec.Verb, ByKind: rec.ByKind, ByID: rec.ByID, By: rec.ByLabel,
-		Verdict: rec.Verdict, Reason: rec.Reason, Model: rec.Model, Version: rec.Version, Client: rec.ClientInfo, PolicyRule: rec.PolicyRule, CreatedAt: rec.CreatedAt, Targets: []string{}}
+		Verdict: rec.Verdict, Reason: rec.Reason, Model: rec.Model, Version: rec.Version, Client: rec.ClientInfo, PolicyRule: rec.PolicyRule, CreatedAt: rec.CreatedAt, Targets: []string{},
+		Permission: rec.Permission, MissingPermission: rec.MissingPermission}
 	if rec.Targets != "" {
 		v.Targets = strings.Fields(rec.Targets)
 	}

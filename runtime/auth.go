@@ -256,5 +256,5 @@ func (r *Runtime) AuthenticateSession(ctx context.Context, id string) (Principal
 	if err := r.db.WithContext(ctx).First(&u, "id = ?", ws.UserID).Error; err != nil {
 		return Anonymous, ErrUnauthenticated
 	}
-	return UserPrincipal(u.ID, u.Email, u.Access), nil
+	return r.principalFor(ctx, u, ""), nil
 }

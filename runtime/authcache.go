@@ -105,8 +105,15 @@ func (r *Runtime) watchAuthWrites() {
 		if tx.Statement != nil && authTables[tx.Statement.Table] && tx.Statement.Context.Value(authTouch{}) == nil {
 			r.auth.reset()
 			// Again after the commit: a token resolved between this write
-			// and the commit read the old rows.
-			models.AfterCommit(tx, name, r.auth.reset)
+			// and the commit read the old rows. Open live pages then check
+			// their person again (EventAccess).
+			changed := func() {
+				r.auth.reset()
+				r.publish(Event{Kind: EventAccess})
+			}
+			if !models.AfterCommit(tx, name, changed) {
+				changed()
+			}
 		}
 	}
 	cb := r.db.DB.Callback()
@@ -118,6 +125,11 @@ func (r *Runtime) watchAuthWrites() {
 	_ = cb.Update().After("gorm:update").Register(name, hook)
 	_ = cb.Delete().After("gorm:delete").Register(name, hook)
 }
+
+// EventAccess is published after any change to who may do what (people,
+// tokens, sessions, roles, permissions, seats, tenants): a live page checks
+// its person again and ends when they are refused.
+const EventAccess = "access"
 
 // authTouch marks the write of a token's last_used_at, which changes nothing
 // a token means and must not empty the cache once a minute per token.

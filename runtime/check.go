@@ -167,9 +167,16 @@ func (l ListScope) Covers(tenant, agent, vault, session string) bool {
 		(vault != "" && slices.Contains(l.Vaults, vault)) || (session != "" && slices.Contains(l.Sessions, session))
 }
 
+// listVia: a list of nouns held one by one shows those its holder may get
+// (a member holds Vault.list on everything, Vault.get on their own vaults).
+var listVia = map[string]string{"Vault.list": "Vault.get"}
+
 // listScope says what a list verb may show, from the grants of verb.
 func (r *Runtime) listScope(p Principal, verb string) ListScope {
 	var l ListScope
+	if via, ok := listVia[verb]; ok {
+		verb = via
+	}
 	for _, g := range r.grantsOf(context.Background(), p) {
 		if !g.Matches(verb) {
 			continue

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 	"time"
 
@@ -130,35 +129,10 @@ func (r *Runtime) loadGrants(ctx context.Context, p Principal) ([]Grant, error) 
 	if !t.Narrowed {
 		return gs, nil
 	}
-	// A narrowed token: its own rows, each kept only while some grant of
-	// its holder still covers it (verb and scope).
-	var own []models.Permission
-	if err := db.Where("holder_kind = ? AND holder_id = ?", models.HolderToken, t.ID).Order("created_at, id").Find(&own).Error; err != nil {
-		return nil, err
-	}
-	var out []Grant
-	for _, row := range own {
-		tg := grantFromRow(row, "token:"+t.ID, "")
-		for _, hg := range gs {
-			if grantWithin(tg, hg) {
-				out = append(out, tg)
-				break
-			}
-		}
-	}
-	return out, nil
-}
-
-// grantWithin reports whether holder grant h covers all that g allows.
-func grantWithin(g, h Grant) bool {
-	if strings.HasSuffix(g.Verb, ".*") {
-		if h.Verb != g.Verb {
-			return false
-		}
-	} else if !h.Matches(g.Verb) {
-		return false
-	}
-	return h.Scope.Kind == "" || h.Scope == g.Scope
+	// A narrowed token: its own rows, each while some grant of its holder
+	// still covers it, with that grant's limit, counted on its permission
+	// (tokens_narrow.go).
+	return r.tokenGrants(ctx, t.ID, gs)
 }
 
 func grantFromRow(row models.Permission, source, seat string) Grant {

@@ -24,7 +24,8 @@ var readVerbs = []string{
 	"Version.list", "Version.get", "Version.tools", "Version.diff", "Version.drift",
 	"Skill.list", "Skill.get",
 	"Function.list", "Function.get",
-	"Vault.list", "Vault.get", "Credential.list",
+	"Vault.list",
+	"Role.list", "Role.get", "Seat.list", "Change.list",
 	"Session.list", "Session.get", "Session.tools", "SessionRule.list",
 	"ToolCall.get", "ToolCall.list",
 	"Approval.list",
@@ -54,7 +55,9 @@ var memberVerbs = []string{
 	"Version.create", "Version.update", "Version.publish", "Version.fetchTools",
 	"Skill.create", "Skill.delete",
 	"Function.install",
-	"Vault.create", "Vault.delete", "Credential.set", "Credential.delete",
+	// A member uses, reads and changes the vaults they made (the direct
+	// permissions Vault.create gives, check.go) and no other.
+	"Vault.create",
 	"Session.create", "Session.end", "SessionRule.revoke",
 	"ToolCall.create", "ToolCall.complete", "ToolCall.cancel",
 	"Resource.read", "Prompt.get",
@@ -70,6 +73,10 @@ var adminVerbs = []string{
 	"User.invite", "User.revoke_invite", "User.update", "User.remove",
 	"Archive.delete", "Archive.upload",
 	"Channel.list", "Channel.create", "Channel.update", "Channel.delete", "Notification.list",
+	// Every vault (issue 13): a member holds only their own.
+	"Vault.get", "Vault.delete", "Vault.use", "Credential.list", "Credential.set", "Credential.delete",
+	// Who may do what: roles, seats and undoing a Change.
+	"Role.create", "Role.update", "Role.delete", "Seat.create", "Seat.delete", "Change.undo",
 }
 
 // ownerVerbs are held by owners alone: naming other owners.

@@ -90,6 +90,10 @@ func (r *Runtime) SessionCreate(ctx context.Context, p Principal, in SessionCrea
 			if err != nil {
 				return invalid(fmt.Sprintf("vaults[%d]", i), "unknown_vault", fmt.Sprintf("no vault %q", ref))
 			}
+			// Binding a vault uses its credentials: Vault.use on it (check.go).
+			if err := r.require(ctx, p, "Vault.use", vlt.ID); err != nil {
+				return err
+			}
 			if slices.Contains(vaultIDs, vlt.ID) {
 				return invalid(fmt.Sprintf("vaults[%d]", i), "duplicate_vault", fmt.Sprintf("vault %q is listed twice", vlt.Name))
 			}

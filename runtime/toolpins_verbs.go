@@ -86,6 +86,10 @@ func (r *Runtime) VersionFetchTools(ctx context.Context, p Principal, id string,
 			if err != nil {
 				return err
 			}
+			// Fetching with a vault's credentials uses it (check.go).
+			if err := r.require(ctx, p, "Vault.use", vlt.ID); err != nil {
+				return err
+			}
 			if err := r.db.WithContext(ctx).Where("vault_id = ?", vlt.ID).Order("prefix").Find(&recs).Error; err != nil {
 				return err
 			}

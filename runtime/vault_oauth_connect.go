@@ -161,30 +161,48 @@ func errStateUnknown() error {
 	return invalid("state", "oauth_state_unknown", "this authorization is unknown, already used or expired (they last ten minutes); start Connect with OAuth again")
 }
 
+// takeOAuthPending takes (deletes) the pending authorization state names:
+// whoever deletes the row finishes the flow.
+func (r *Runtime) takeOAuthPending(ctx context.Context, state string) (models.OAuthPending, error) {
+	var pend models.OAuthPending
+	if state == "" {
+		return pend, errStateUnknown()
+	}
+	db := r.db.WithContext(ctx)
+	if err := db.First(&pend, "id = ?", hashSecret(state)).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return pend, errStateUnknown()
+	} else if err != nil {
+		return pend, err
+	}
+	if res := db.Where("id = ?", pend.ID).Delete(&models.OAuthPending{}); res.Error != nil {
+		return pend, res.Error
+	} else if res.RowsAffected != 1 {
+		return pend, errStateUnknown()
+	}
+	return pend, nil
+}
+
 // OAuthConnectFinish is the callback's half: it takes the pending
 // authorization named by state (once), checks it belongs to this browser
 // session, trades the code and verifier for tokens and stores them sealed
 // as the prefix's credential. errCode is the server's error parameter.
 func (r *Runtime) OAuthConnectFinish(ctx context.Context, p Principal, webSession, state, code, errCode, errDesc string) (OAuthConnected, error) {
 	var out OAuthConnected
+	// Single use, whoever opens it: the pending authorization is taken
+	// before the check of Credential.set on its vault, so a callback opened
+	// first by anyone else, refused or not, ends the flow.
+	pend, takeErr := r.takeOAuthPending(ctx, state)
+	var targets []string
+	if takeErr == nil {
+		targets = append(targets, pend.VaultID)
+	}
 	err := r.run(ctx, p, "Credential.set", func(a *act) error {
 		if state == "" || webSession == "" {
 			return errStateUnknown()
 		}
-		var pend models.OAuthPending
-		db := r.db.WithContext(ctx)
-		if err := db.First(&pend, "id = ?", hashSecret(state)).Error; errors.Is(err, gorm.ErrRecordNotFound) {
-			return errStateUnknown()
-		} else if err != nil {
-			return err
+		if takeErr != nil {
+			return takeErr
 		}
-		// Single use: whoever deletes the row finishes the flow.
-		if res := db.Where("id = ?", pend.ID).Delete(&models.OAuthPending{}); res.Error != nil {
-			return res.Error
-		} else if res.RowsAffected != 1 {
-			return errStateUnknown()
-		}
-		a.target(pend.VaultID)
 		out = OAuthConnected{VaultID: pend.VaultID, Prefix: pend.Prefix}
 		if pend.WebSession != hashSecret(webSession) || pend.UserID != p.ID || r.now().After(pend.ExpiresAt) {
 			return errStateUnknown()
@@ -219,7 +237,7 @@ func (r *Runtime) OAuthConnectFinish(ctx context.Context, p Principal, webSessio
 			oauth.Secrets{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, ClientSecret: sec.ClientSecret}, tok.ExpiresAt)
 		a.target(rec.ID)
 		return err
-	})
+	}, targets...)
 	return out, err
 }
 

@@ -88,7 +88,12 @@ func (r *Runtime) VaultCreate(ctx context.Context, p Principal, in VaultInput) (
 		v := models.Vault{ID: newID("vlt"), Name: name, Description: strings.TrimSpace(in.Description), CreatedBy: p.ID, CreatedAt: r.now()}
 		a.target(v.ID)
 		out = VaultView{ID: v.ID, Name: v.Name, Description: v.Description, CreatedAt: v.CreatedAt, Credentials: []CredentialView{}}
-		return r.db.WithContext(ctx).Create(&v).Error
+		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Create(&v).Error; err != nil {
+				return err
+			}
+			return r.giveVaultCreator(tx, p, v)
+		})
 	})
 	return out, err
 }
@@ -101,7 +106,11 @@ func (r *Runtime) VaultList(ctx context.Context, p Principal) ([]VaultView, erro
 		if err := r.db.WithContext(ctx).Order("name").Find(&vs).Error; err != nil {
 			return err
 		}
+		l := r.listScope(p, "Vault.list")
 		for _, v := range vs {
+			if !l.Covers(v.TenantID, "", v.ID, "") {
+				continue
+			}
 			view, err := r.vaultView(ctx, v)
 			if err != nil {
 				return err
@@ -179,6 +188,10 @@ func (r *Runtime) VaultDelete(ctx context.Context, p Principal, ref string) erro
 				return err
 			}
 			if err := tx.Where("vault_id = ?", v.ID).Delete(&models.Credential{}).Error; err != nil {
+				return err
+			}
+			// The permissions given on it to people go with it.
+			if err := tx.Where("holder_kind = ? AND scope = ?", models.HolderUser, "vault:"+v.ID).Delete(&models.Permission{}).Error; err != nil {
 				return err
 			}
 			return tx.Delete(&v).Error

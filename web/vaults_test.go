@@ -128,9 +128,11 @@ func TestCredentialAndVaultDelete(t *testing.T) {
 	id := owner.createVault("customer-a")
 	owner.post("/vaults/"+id+"/credentials", url.Values{"prefix": {"https://api.example.com"}, "type": {"bearer"}, "secret": {vaultSecret}})
 
-	// A viewer sees the vault, without the forms, and is refused if they post anyway.
-	_, page := viewer.get("/vaults/" + id)
-	if !strings.Contains(page, "https://api.example.com") || strings.Contains(page, `data-testid="credential-form"`) ||
+	// A viewer holds no vault (issue 13: vaults are read only by whoever
+	// holds permissions on them): the page is refused without the forms,
+	// and a post anyway is refused with a message.
+	resp, page := viewer.get("/vaults/" + id)
+	if resp.StatusCode != http.StatusForbidden || strings.Contains(page, "https://api.example.com") || strings.Contains(page, `data-testid="credential-form"`) ||
 		strings.Contains(page, `data-testid="vault-delete"`) || strings.Contains(page, `data-testid="credential-delete"`) {
 		t.Fatalf("viewer's vault page offers changes:\n%s", page)
 	}
