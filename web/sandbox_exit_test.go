@@ -16,9 +16,11 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -408,5 +410,45 @@ func TestSandboxExitInternetModeWithCredential(t *testing.T) {
 	}
 	if out := w.run(bare, "echo proxy=$HTTPS_PROXY"); out.Stdout != "proxy=\n" {
 		t.Fatalf("Internet mode without credentials should have no proxy: %+v", out)
+	}
+}
+
+// git clone of a private repository over HTTPS works in an allowlist
+// sandbox while the token stays at the exit: the test's git server (git
+// http-backend behind TLS) answers only requests carrying the vault's token.
+func TestSandboxExitGitClonePrivate(t *testing.T) {
+	repos := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main", filepath.Join(repos, "src")},
+		{"-C", filepath.Join(repos, "src"), "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "private history"},
+		{"clone", "-q", "--bare", filepath.Join(repos, "src"), filepath.Join(repos, "repo.git")},
+	} {
+		if out, err := osexec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	const token = "git-exit-token-5b1f0c9e7a"
+	backend := &cgi.Handler{Path: "/usr/lib/git-core/git-http-backend", Env: []string{"GIT_PROJECT_ROOT=" + repos, "GIT_HTTP_EXPORT_ALL=1"}}
+	cert, roots := exitCert(t, "git.test")
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			rw.Header().Set("WWW-Authenticate", `Bearer realm="git"`)
+			http.Error(rw, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(rw, r)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	defer srv.Close()
+	port := portOf(t, srv.URL)
+	w := newExitWorld(t, oauthtest.Options{}, roots, startExitDNS(t, "git.test"))
+	if resp, page := w.browser.post("/vaults/"+w.vault+"/credentials", url.Values{"prefix": {"https://git.test:" + port + "/"}, "type": {"bearer"}, "secret": {token}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("Set credential: %d\n%s", resp.StatusCode, page)
+	}
+	s := w.newSession(w.publish(exitConfig("git.test")))
+	out := w.run(s, "git clone -q https://git.test:"+port+"/repo.git && git -C repo log --format=%s && A="+token[:9]+" && B="+token[9:]+` && grep -rlsF -- "$A$B" repo ~ /tmp; echo done`)
+	if out.Stdout != "private history\ndone\n" || strings.Contains(out.Stdout+out.Stderr, token) {
+		t.Fatalf("git clone through the exit: %+v", out)
 	}
 }
