@@ -146,3 +146,17 @@ func TestImageAptInstall(t *testing.T) {
 		t.Fatalf("apt-get install hello: exit %d %q %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
 }
+
+// TestImageRootIsBounded: what a machine writes outside /workspace is
+// bounded by RootBytes (its overlay's tmpfs): past it, ENOSPC inside.
+func TestImageRootIsBounded(t *testing.T) {
+	cache := testImages(t)
+	m := start(t, newDriver(t, Config{Images: cache, RootBytes: 64 << 20}), sandbox.Spec{})
+	res := run(t, m, "head -c 100000000 /dev/zero > /usr/local/big; echo exit $?; df -k / | tail -1")
+	if !strings.Contains(res.Stderr, "No space left on device") || !strings.Contains(res.Stdout, "exit 1") {
+		t.Errorf("writing 100 MB outside /workspace with a 64 MiB root: %q %q", res.Stdout, res.Stderr)
+	}
+	if res := run(t, m, "rm /usr/local/big && echo ok > /usr/local/small && cat /usr/local/small"); res.Stdout != "ok\n" {
+		t.Errorf("after freeing the root: %+v", res)
+	}
+}
