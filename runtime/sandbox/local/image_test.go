@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -158,5 +159,47 @@ func TestImageRootIsBounded(t *testing.T) {
 	}
 	if res := run(t, m, "rm /usr/local/big && echo ok > /usr/local/small && cat /usr/local/small"); res.Stdout != "ok\n" {
 		t.Errorf("after freeing the root: %+v", res)
+	}
+}
+
+// TestImageWithUV: `release build --uv` on a built image adds the given uv
+// (here a stand-in that prints a version: no registry this machine reaches
+// has uv) without building again; the manifest says uv is there, with its
+// version and a new digest, and a sandbox on the image runs it. The image
+// it was made from is unchanged.
+func TestImageWithUV(t *testing.T) {
+	shared := testImages(t)
+	before, _ := shared.Manifest("2026")
+	dir, err := os.MkdirTemp(filepath.Dir(shared.Dir), "subako-uv-test-") // the shared cache's disk: hard links
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o711)
+	if out, err := exec.Command("cp", "-al", filepath.Join(shared.Dir, "2026"), filepath.Join(dir, "2026")).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	uv := filepath.Join(t.TempDir(), "uv")
+	if err := os.WriteFile(uv, []byte("#!/bin/sh\necho 'uv 0.9.9-test'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cache := &release.Cache{Dir: dir, UID: shared.UID, GID: shared.GID}
+	var progress strings.Builder
+	m, err := cache.Build(context.Background(), "2026", release.BuildOptions{UV: uv, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.UV || m.UVVersion != "0.9.9-test" || m.Digest == before.Digest || !strings.Contains(progress.String(), "adding uv") {
+		t.Fatalf("manifest uv=%v %q digest %s (before %s); progress %q", m.UV, m.UVVersion, m.Digest, before.Digest, progress.String())
+	}
+	if _, err := os.Stat(filepath.Join(shared.Dir, "2026/root/usr/local/bin/uv")); !before.UV && !os.IsNotExist(err) {
+		t.Errorf("the image uv was added to changed: %v", err)
+	}
+	mach := start(t, newDriver(t, Config{Images: cache}), sandbox.Spec{})
+	if res := run(t, mach, "uv --version"); res.Stdout != "uv 0.9.9-test\n" {
+		t.Errorf("uv inside: %+v", res)
+	}
+	if !strings.Contains(cache.Info("2026"), "uv 0.9.9-test") {
+		t.Errorf("summary %q does not say uv is there", cache.Info("2026"))
 	}
 }

@@ -265,7 +265,10 @@ func (c *Cache) Build(ctx context.Context, name string, o BuildOptions) (*Manife
 		return nil, err
 	}
 	defer unlock()
-	if m, err := c.Manifest(name); err == nil && m != nil && m.Format == imageFormat && !o.Force && (o.UV == "" || m.UV) {
+	if m, err := c.Manifest(name); err == nil && m != nil && m.Format == imageFormat && !o.Force {
+		if o.UV != "" {
+			return c.addUV(name, m, o.UV, progress)
+		}
 		fmt.Fprintf(progress, "release %s: already built (digest %s)\n", name, ShortDigest(m.Digest))
 		return m, nil
 	}
@@ -332,25 +335,82 @@ func (c *Cache) Build(ctx context.Context, name string, o BuildOptions) (*Manife
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return nil, err
 	}
-	// Swap: the old image moves aside (machines running on it keep
-	// their mounts of it) and is removed.
-	dst := c.dir(name)
-	old := ""
-	if _, err := os.Lstat(dst); err == nil {
-		old = dst + ".old-" + time.Now().UTC().Format("20060102T150405")
-		if err := os.Rename(dst, old); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.Rename(tmp, dst); err != nil {
+	if err := c.swap(name, tmp); err != nil {
 		return nil, err
 	}
 	tmp = ""
-	if old != "" {
-		os.RemoveAll(old)
-	}
 	fmt.Fprintf(progress, "release %s: built in %s: %s\n", name, time.Since(start).Round(time.Second), m.Summary())
 	return m, nil
+}
+
+// swap puts a finished build (a folder with root and manifest.json) in
+// place. The image it replaces moves aside, not away: machines running on
+// it keep it as their overlay's lower layer, so it is removed only by a
+// later build, once a day old.
+func (c *Cache) swap(name, built string) error {
+	dst := c.dir(name)
+	olds, _ := filepath.Glob(dst + ".old-*")
+	for _, old := range olds {
+		if fi, err := os.Stat(old); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.RemoveAll(old)
+		}
+	}
+	if _, err := os.Lstat(dst); err == nil {
+		old := dst + ".old-" + time.Now().UTC().Format("20060102T150405.000000000")
+		if err := os.Rename(dst, old); err != nil {
+			return err
+		}
+		now := time.Now()
+		os.Chtimes(old, now, now)
+	}
+	return os.Rename(built, dst)
+}
+
+// addUV makes a new image from the built one with a uv executable in it,
+// without building again: the files are hard links to the built image's
+// (an image is never written; a sandbox writes its own overlay), uv is a
+// file of its own, the manifest says uv is there and has a new digest.
+func (c *Cache) addUV(name string, m *Manifest, uv string, progress io.Writer) (*Manifest, error) {
+	tmp, err := os.MkdirTemp(c.Dir, "."+name+"-uv-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+	}()
+	fmt.Fprintf(progress, "release %s: adding uv to the built image (digest %s)\n", name, ShortDigest(m.Digest))
+	root := filepath.Join(tmp, "root")
+	if out, err := exec.Command("cp", "-al", filepath.Join(c.dir(name), "root"), root).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("release %s: link the image: %v: %s", name, err, strings.TrimSpace(string(out)))
+	}
+	dst := filepath.Join(root, "usr/local/bin/uv")
+	os.Remove(dst) // a link to the old image's uv: never written through
+	if err := copyFile(uv, dst, 0o755); err != nil {
+		return nil, fmt.Errorf("release %s: copy uv: %w", name, err)
+	}
+	if err := os.Lchown(dst, c.UID, c.GID); err != nil {
+		return nil, err
+	}
+	n := *m
+	n.UV, n.UVVersion, n.BuiltAt = true, uvVersionOf(uv), time.Now().UTC()
+	if n.Digest, err = digest(n.Packages, dst); err != nil {
+		return nil, err
+	}
+	b, _ := json.MarshalIndent(&n, "", "  ")
+	if err := os.WriteFile(filepath.Join(tmp, "manifest.json"), append(b, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	if err := c.swap(name, tmp); err != nil {
+		return nil, err
+	}
+	tmp = ""
+	fmt.Fprintf(progress, "release %s: %s\n", name, n.Summary())
+	return &n, nil
 }
 
 // configure makes the image work as root inside a user namespace that
@@ -553,4 +613,17 @@ func SharedCacheDir() string {
 		return d
 	}
 	return "/var/tmp/subako-releases"
+}
+
+// Info is what the console shows of a release: its manifest's summary,
+// that it is not built yet, or "" for a release this cache does not make.
+func (c *Cache) Info(name string) string {
+	if !Known(name) {
+		return ""
+	}
+	m, err := c.Manifest(name)
+	if err != nil {
+		return "image manifest unreadable"
+	}
+	return m.Summary()
 }
