@@ -31,7 +31,7 @@ func TestSandboxNetworkAllowlist(t *testing.T) {
 		{`{"type": "allowlist", "allow": ["*"]}`, "sandboxes[0].network.allow[0]", "is not a domain"},
 		{`{"type": "allowlist", "allow": ["*.com"]}`, "sandboxes[0].network.allow[0]", "top-level"},
 		{`{"type": "allowlist", "allow": ["10.0.0.0/33"]}`, "sandboxes[0].network.allow[0]", "CIDR"},
-		{`{"type": "allowlist", "allow": ["https://a.com/"]}`, "sandboxes[0].network.allow[0]", "CIDR"},
+		{`{"type": "allowlist", "allow": ["https://a.com/"]}`, "sandboxes[0].network.allow[0]", "is a URL"},
 		{`{"type": "allowlist", "allow": [` + long + `]}`, "sandboxes[0].network.allow[0]", "at most 253"},
 		{`{"type": "allowlist", "allow": [` + many + `]}`, "sandboxes[0].network.allow", "at most 64"},
 		{`{"type": "allowlist", "allow": ["a.com", "a.com"]}`, "sandboxes[0].network.allow[1]", "twice"},

@@ -32,6 +32,9 @@ func ParseRule(s string) (domain string, cidr netip.Prefix, err error) {
 	if len(s) > MaxRuleLength {
 		return "", netip.Prefix{}, fmt.Errorf("is %d characters; at most %d", len(s), MaxRuleLength)
 	}
+	if strings.Contains(s, "://") {
+		return "", netip.Prefix{}, fmt.Errorf("is a URL; list its host name only (example.com)")
+	}
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
