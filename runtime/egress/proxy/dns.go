@@ -99,7 +99,7 @@ func (p *Proxy) answerDNS(ctx context.Context, msg []byte) ([]byte, error) {
 		return nil, err
 	}
 	for i, a := range addrs {
-		if i == 16 {
+		if i == 8 {
 			break
 		}
 		rr := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: dnsTTL}
