@@ -65,11 +65,12 @@ func (h *Handlers) APIUserInvite(c echo.Context) error {
 	var in struct {
 		Email  string `json:"email"`
 		Access string `json:"access"`
+		Tenant string `json:"tenant"`
 	}
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	inv, err := h.RT.UserInvite(ctx(c), principal(c), in.Email, in.Access)
+	inv, err := h.RT.UserInviteTenant(ctx(c), principal(c), in.Email, in.Access, in.Tenant)
 	if err != nil {
 		return err
 	}

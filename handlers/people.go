@@ -19,6 +19,7 @@ func (h *Handlers) peoplePage(c echo.Context, status int, extra pages.PeoplePage
 	view := extra
 	view.Manage = p.Can("User.update")
 	view.Levels = runtime.AccessLevels
+	view.Tenants = h.tenantOptions(c)
 	view.Seating = h.seating(c)
 	for _, u := range users {
 		row := pages.PersonRow{ID: u.ID, Email: u.Email, Name: u.Name, Access: u.Access, Since: isoTime(u.CreatedAt), You: u.ID == p.ID}
@@ -53,7 +54,7 @@ func (h *Handlers) People(c echo.Context) error {
 // which shows it once: a reload there invites no one again.
 func (h *Handlers) Invite(c echo.Context) error {
 	email, access := c.FormValue("email"), c.FormValue("access")
-	inv, err := h.RT.UserInvite(ctx(c), principal(c), email, access)
+	inv, err := h.RT.UserInviteTenant(ctx(c), principal(c), email, access, c.FormValue("tenant"))
 	if e, ok := formError(err); ok {
 		return h.peoplePage(c, statusOf(e.Kind), pages.PeoplePage{Error: e.Error(), Email: email})
 	}

@@ -33,6 +33,7 @@ func (h *Handlers) sessionsPage(c echo.Context, status int, f pages.SessionForm)
 		return err
 	}
 	page := pages.SessionsPage{Form: f, CanCreate: p.Can("Session.create")}
+	page.Form.Tenants = h.tenantOptions(c)
 	pg := pagerOf("/sessions", nil, cursor, list.PageLinks)
 	page.Newer, page.Older = pg.Newer, pg.Older
 	if err := h.publishedVersions(c, &page); err != nil {
@@ -64,6 +65,12 @@ func (h *Handlers) sessionsPage(c echo.Context, status int, f pages.SessionForm)
 // reads them with the sessions).
 func (h *Handlers) publishedVersions(c echo.Context, page *pages.SessionsPage) error {
 	p := principal(c)
+	if p.TenantID != "" {
+		// Agents and versions are the operator's: a tenant's people start
+		// sessions through the API with a version the operator names.
+		page.CanCreate = false
+		return nil
+	}
 	agents, err := h.RT.AgentList(ctx(c), p)
 	if err != nil {
 		return err
@@ -102,10 +109,10 @@ func (h *Handlers) CreateSession(c echo.Context) error {
 			vaults = append(vaults, v)
 		}
 	}
-	in := runtime.SessionCreateInput{Version: form.Get("version"), Vaults: vaults, Title: form.Get("title"), TokenExpires: form.Get("token_expires")}
+	in := runtime.SessionCreateInput{Version: form.Get("version"), Vaults: vaults, Title: form.Get("title"), TokenExpires: form.Get("token_expires"), Tenant: form.Get("tenant")}
 	s, err := h.RT.SessionCreate(ctx(c), principal(c), in)
 	if e, ok := formError(err); ok {
-		f := pages.SessionForm{Version: in.Version, Title: in.Title, TokenExpires: in.TokenExpires, Vaults: vaults}
+		f := pages.SessionForm{Version: in.Version, Title: in.Title, TokenExpires: in.TokenExpires, Vaults: vaults, Tenant: in.Tenant}
 		f.Errors, f.Error = fieldErrors(e)
 		for k, msg := range f.Errors {
 			// vaults[2] is the third picked vault; the form shows one message for its row of pickers.
@@ -170,13 +177,16 @@ func (h *Handlers) sessionDetail(c echo.Context, id string, refresh bool) (pages
 	if s.State == runtime.SessionActive {
 		d.Endpoint = h.BaseURL + "/mcp/sessions/" + s.ID
 	}
-	v, err := h.RT.VersionGet(ctx(c), p, s.Version)
-	if err != nil {
-		return d, err
-	}
-	d.VersionNumber = v.Number
-	if a, err := h.RT.AgentGet(ctx(c), p, s.Agent); err == nil {
-		d.AgentName = a.Name
+	// A tenant's person does not read the operator's agents and versions.
+	if p.TenantID == "" {
+		v, err := h.RT.VersionGet(ctx(c), p, s.Version)
+		if err != nil {
+			return d, err
+		}
+		d.VersionNumber = v.Number
+		if a, err := h.RT.AgentGet(ctx(c), p, s.Agent); err == nil {
+			d.AgentName = a.Name
+		}
 	}
 	for _, id := range s.Vaults {
 		name := id

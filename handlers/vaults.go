@@ -20,6 +20,7 @@ func (h *Handlers) vaultsPage(c echo.Context, status int, f pages.VaultForm) err
 		rows = append(rows, pages.VaultRow{ID: v.ID, Name: v.Name, Description: v.Description,
 			Credentials: len(v.Credentials), Created: isoTime(v.CreatedAt)})
 	}
+	f.Tenants = h.tenantOptions(c)
 	return render(c, status, pages.VaultsPage(h.shell(c, "Vaults", "vaults"), rows, f, p.Can("Vault.create")))
 }
 
@@ -30,10 +31,10 @@ func (h *Handlers) Vaults(c echo.Context) error {
 
 // CreateVault creates a vault from the form.
 func (h *Handlers) CreateVault(c echo.Context) error {
-	in := runtime.VaultInput{Name: c.FormValue("name"), Description: c.FormValue("description")}
+	in := runtime.VaultInput{Name: c.FormValue("name"), Description: c.FormValue("description"), Tenant: c.FormValue("tenant")}
 	v, err := h.RT.VaultCreate(ctx(c), principal(c), in)
 	if e, ok := formError(err); ok {
-		f := pages.VaultForm{Name: in.Name, Description: in.Description}
+		f := pages.VaultForm{Name: in.Name, Description: in.Description, Tenant: in.Tenant}
 		f.Errors, f.Error = fieldErrors(e)
 		return h.vaultsPage(c, statusOf(e.Kind), f)
 	}

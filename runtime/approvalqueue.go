@@ -136,8 +136,9 @@ func (r *Runtime) ApprovalQueue(ctx context.Context, p Principal, f QueueFilter)
 			return err
 		}
 		now := r.now()
+		scope := r.listScope(p, "Approval.list")
 		var rows []queueRow
-		if err := r.queueQuery(ctx, f, c, now).Scan(&rows).Error; err != nil {
+		if err := scopeSessions(r.queueQuery(ctx, f, c, now), scope, "s.").Scan(&rows).Error; err != nil {
 			return fmt.Errorf("runtime: approval queue: %w", err)
 		}
 		rows, out.Links = pageOf(rows, c, f.Limit, queueRow.key)
@@ -146,11 +147,11 @@ func (r *Runtime) ApprovalQueue(ctx context.Context, p Principal, f QueueFilter)
 			out.Items = append(out.Items, row.item(now))
 		}
 		if f.State == ApprovalPending {
-			if err := r.queueChoices(ctx, now, &out); err != nil {
+			if err := r.queueChoices(ctx, now, scope, &out); err != nil {
 				return fmt.Errorf("runtime: approval queue choices: %w", err)
 			}
 		}
-		out.Pending = r.pendingCount(ctx, now)
+		out.Pending = r.pendingCount(ctx, now, scope)
 		return nil
 	})
 	return out, err
@@ -163,14 +164,15 @@ func (r *Runtime) PendingApprovals(ctx context.Context, p Principal) int {
 	if !p.Can("Approval.list") {
 		return 0
 	}
-	return r.pendingCount(ctx, r.now())
+	return r.pendingCount(ctx, r.now(), r.listScope(p, "Approval.list"))
 }
 
 // pendingCount leaves out approvals past their expiry that the reaper has not
 // reached yet: nobody can decide them any more.
-func (r *Runtime) pendingCount(ctx context.Context, now time.Time) int {
+func (r *Runtime) pendingCount(ctx context.Context, now time.Time, scope ListScope) int {
 	var n int64
-	err := r.db.WithContext(ctx).Table("approvals").Where("state = ? AND expires_at > ?", ApprovalPending, now).Count(&n).Error
+	q := r.db.WithContext(ctx).Table("approvals").Where("state = ? AND expires_at > ?", ApprovalPending, now)
+	err := scopeBySession(q, scope, "session_id").Count(&n).Error
 	if err != nil {
 		r.opts.Log.Warn("runtime: count pending approvals", "err", err)
 	}
@@ -283,9 +285,9 @@ func searchArgs(q string) []any {
 
 // queueChoices lists the agents, sessions, grants and tools that have pending
 // approvals, so the filters offer only values that match something.
-func (r *Runtime) queueChoices(ctx context.Context, now time.Time, out *Queue) error {
+func (r *Runtime) queueChoices(ctx context.Context, now time.Time, scope ListScope, out *Queue) error {
 	var rows []struct{ AgentID, AgentName, SessionID, SessionTitle, GrantName, Tool string }
-	err := r.queueFrom(ctx).Select(`DISTINCT s.agent_id, COALESCE(g.name, '') AS agent_name, a.session_id, s.title AS session_title,
+	err := scopeSessions(r.queueFrom(ctx), scope, "s.").Select(`DISTINCT s.agent_id, COALESCE(g.name, '') AS agent_name, a.session_id, s.title AS session_title,
 		c.grant_name, c.tool`).
 		Where("a.state = ? AND a.expires_at > ?", ApprovalPending, now).Limit(1000).Scan(&rows).Error
 	if err != nil {

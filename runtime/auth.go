@@ -28,6 +28,8 @@ type InviteView struct {
 	Access    string    `json:"access"`
 	ExpiresAt time.Time `json:"expires_at"`
 	Token     string    `json:"token,omitempty"`
+	// Tenant is the tenant the person will belong to ("" for the operator).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // EnsureSetupLink returns a fresh one-time owner setup token when the database
@@ -55,6 +57,12 @@ func (r *Runtime) EnsureSetupLink(ctx context.Context) (token string, ok bool, e
 
 // UserInvite is User.invite: a one-time link for a new person at an access level.
 func (r *Runtime) UserInvite(ctx context.Context, p Principal, email, access string) (InviteView, error) {
+	return r.UserInviteTenant(ctx, p, email, access, "")
+}
+
+// UserInviteTenant is User.invite into a tenant (an id or name; "" is the
+// operator): the person accepting lands in it (tenants.go).
+func (r *Runtime) UserInviteTenant(ctx context.Context, p Principal, email, access, tenantRef string) (InviteView, error) {
 	var out InviteView
 	err := r.run(ctx, p, "User.invite", func(a *act) error {
 		email, err := checkEmail(email)
@@ -67,6 +75,10 @@ func (r *Runtime) UserInvite(ctx context.Context, p Principal, email, access str
 		if access == AccessOwner && !p.Can("User.grant_owner") {
 			return denied(p, "User.grant_owner", "only an owner may invite an owner")
 		}
+		tenant, err := r.inviteTenant(ctx, p, access, tenantRef)
+		if err != nil {
+			return err
+		}
 		var n int64
 		r.db.WithContext(ctx).Model(&models.User{}).Where("email = ?", email).Count(&n)
 		if n > 0 {
@@ -75,7 +87,7 @@ func (r *Runtime) UserInvite(ctx context.Context, p Principal, email, access str
 		}
 		token, hash := newSecret("inv")
 		inv := models.Invite{ID: newID("inv"), TokenHash: hash, Kind: InviteInvite, Email: email, Access: access,
-			CreatedBy: p.ID, CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.SetupTTL)}
+			CreatedBy: p.ID, CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.SetupTTL), TenantID: tenant}
 		// One live link per email: inviting again (another access level, a
 		// lost link) ends the earlier ones, so no forgotten link still works.
 		// An owner's invitation is ended only by an owner, as owners are
@@ -84,6 +96,9 @@ func (r *Runtime) UserInvite(ctx context.Context, p Principal, email, access str
 			earlier := tx.Model(&models.Invite{}).Where("kind = ? AND email = ? AND used_at IS NULL AND expires_at > ?", InviteInvite, email, r.now())
 			if !p.Can("User.grant_owner") {
 				earlier = earlier.Where("access <> ?", AccessOwner)
+			}
+			if p.TenantID != "" {
+				earlier = earlier.Where("tenant_id = ?", p.TenantID)
 			}
 			if err := earlier.UpdateColumn("expires_at", r.now()).Error; err != nil {
 				return err
@@ -94,7 +109,7 @@ func (r *Runtime) UserInvite(ctx context.Context, p Principal, email, access str
 			return fmt.Errorf("runtime: create invite: %w", err)
 		}
 		a.target(inv.ID, email)
-		out = InviteView{ID: inv.ID, Kind: inv.Kind, Email: email, Access: access, ExpiresAt: inv.ExpiresAt, Token: token}
+		out = InviteView{ID: inv.ID, Kind: inv.Kind, Email: email, Access: access, ExpiresAt: inv.ExpiresAt, Token: token, Tenant: tenant}
 		return nil
 	})
 	return out, err
@@ -113,7 +128,7 @@ func (r *Runtime) LookupInvite(ctx context.Context, token string) (InviteView, e
 	if err != nil {
 		return InviteView{}, fmt.Errorf("runtime: lookup invite: %w", err)
 	}
-	return InviteView{ID: inv.ID, Kind: inv.Kind, Email: inv.Email, Access: inv.Access, ExpiresAt: inv.ExpiresAt}, nil
+	return InviteView{ID: inv.ID, Kind: inv.Kind, Email: inv.Email, Access: inv.Access, ExpiresAt: inv.ExpiresAt, Tenant: inv.TenantID}, nil
 }
 
 // AcceptInput completes a one-time link. Email is taken from the link for
@@ -159,7 +174,7 @@ func (r *Runtime) AcceptInvite(ctx context.Context, in AcceptInput) (UserView, e
 				return invalid("email", "email_taken", email+" already has access")
 			}
 			u := models.User{ID: newID("usr"), Email: email, Name: strings.TrimSpace(in.Name), Access: inv.Access,
-				PasswordHash: hash, CreatedAt: r.now(), UpdatedAt: r.now()}
+				PasswordHash: hash, CreatedAt: r.now(), UpdatedAt: r.now(), TenantID: inv.Tenant}
 			a.target(u.ID)
 			out = userView(u)
 			return tx.Create(&u).Error

@@ -19,14 +19,17 @@ func (r *Runtime) PendingInvites(ctx context.Context, p Principal) ([]InviteView
 		return nil, nil
 	}
 	var invs []models.Invite
-	err := r.db.WithContext(ctx).Where("kind = ? AND used_at IS NULL AND expires_at > ?", InviteInvite, r.now()).
-		Order("created_at DESC").Limit(500).Find(&invs).Error
+	q := r.db.WithContext(ctx).Where("kind = ? AND used_at IS NULL AND expires_at > ?", InviteInvite, r.now())
+	if p.TenantID != "" {
+		q = q.Where("tenant_id = ?", p.TenantID)
+	}
+	err := q.Order("created_at DESC").Limit(500).Find(&invs).Error
 	if err != nil {
 		return nil, fmt.Errorf("runtime: list invites: %w", err)
 	}
 	out := make([]InviteView, 0, len(invs))
 	for _, inv := range invs {
-		out = append(out, InviteView{ID: inv.ID, Kind: inv.Kind, Email: inv.Email, Access: inv.Access, ExpiresAt: inv.ExpiresAt})
+		out = append(out, InviteView{ID: inv.ID, Kind: inv.Kind, Email: inv.Email, Access: inv.Access, ExpiresAt: inv.ExpiresAt, Tenant: inv.TenantID})
 	}
 	return out, nil
 }
@@ -39,7 +42,7 @@ func (r *Runtime) UserRevokeInvite(ctx context.Context, p Principal, id string) 
 		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			var inv models.Invite
 			err := tx.First(&inv, "id = ? AND kind = ?", id, InviteInvite).Error
-			if errors.Is(err, gorm.ErrRecordNotFound) {
+			if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && hiddenFrom(p, inv.TenantID)) {
 				return notFound("invitation", id)
 			}
 			if err != nil {

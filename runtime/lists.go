@@ -49,6 +49,7 @@ func (r *Runtime) SessionListPage(ctx context.Context, p Principal, f SessionFil
 		if f.State != "" {
 			q = q.Where("s.state = ?", f.State)
 		}
+		q = scopeSessions(q, r.listScope(p, "Session.list"), "s.")
 		var rows []sessionListRow
 		if err := keyset(q, "s.created_at", "s.id", c, true, limit).Scan(&rows).Error; err != nil {
 			return fmt.Errorf("runtime: list sessions: %w", err)
@@ -125,6 +126,7 @@ func (r *Runtime) ActionListPage(ctx context.Context, p Principal, f ActionFilte
 		if f.Changes {
 			q = q.Where("verb NOT IN ?", readOnlyVerbs())
 		}
+		q = scopeActions(q, r.listScope(p, "Action.list"))
 		if c.IsZero() && f.Before != "" {
 			var b models.Action
 			if err := r.db.WithContext(ctx).First(&b, "id = ?", f.Before).Error; err == nil {
@@ -170,6 +172,7 @@ func (r *Runtime) SandboxListPage(ctx context.Context, p Principal, f SandboxFil
 			a.target(f.Session)
 			q = q.Where("session_id = ?", f.Session)
 		}
+		q = scopeBySession(q, r.listScope(p, "Sandbox.list"), "session_id")
 		var ms []models.Sandbox
 		if err := keyset(q, "created_at", "id", c, true, limit).Find(&ms).Error; err != nil {
 			return fmt.Errorf("runtime: list sandboxes: %w", err)

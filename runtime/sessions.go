@@ -56,6 +56,8 @@ type SessionView struct {
 	VersionNumber int    `json:"version_number,omitempty"`
 	// TokenExpiresAt is when the agent token stops working, if before the session ends.
 	TokenExpiresAt *time.Time `json:"token_expires_at"`
+	// Tenant is the tenant holding the session ("" for the operator's).
+	Tenant string `json:"tenant"`
 }
 
 // SessionCreateInput binds a published version to vaults.
@@ -66,6 +68,9 @@ type SessionCreateInput struct {
 	// TokenExpires ends the agent token this long after the session starts
 	// ("2h", "30d"), before the session ends; empty: when the session ends.
 	TokenExpires string `json:"token_expires" form:"token_expires"`
+	// Tenant (an id or name) holds the session; a tenant's person's
+	// sessions are always their own tenant's (tenants.go).
+	Tenant string `json:"tenant"`
 }
 
 // SessionCreate is Session.create: the answer carries the session token, which
@@ -84,11 +89,18 @@ func (r *Runtime) SessionCreate(ctx context.Context, p Principal, in SessionCrea
 		if v.State != StatePublished {
 			return conflict("version_not_published", fmt.Sprintf("version %d is a draft: publish it before a session runs it", v.Number))
 		}
+		tenant, err := r.tenantFor(ctx, p, "tenant", in.Tenant)
+		if err != nil {
+			return err
+		}
 		var vaultIDs []string
 		for i, ref := range in.Vaults {
 			vlt, err := r.loadVault(ctx, ref)
 			if err != nil {
 				return invalid(fmt.Sprintf("vaults[%d]", i), "unknown_vault", fmt.Sprintf("no vault %q", ref))
+			}
+			if err := sessionVaultTenant(fmt.Sprintf("vaults[%d]", i), vlt, tenant); err != nil {
+				return err
 			}
 			// Binding a vault uses its credentials: Vault.use on it (check.go).
 			if err := r.require(ctx, p, "Vault.use", vlt.ID); err != nil {
@@ -105,7 +117,7 @@ func (r *Runtime) SessionCreate(ctx context.Context, p Principal, in SessionCrea
 		}
 		token, hash := newSecret("sbs")
 		s := models.Session{TokenExpiresAt: tokenExpires, ID: newID("ses"), VersionID: v.ID, AgentID: v.AgentID, Title: strings.TrimSpace(in.Title),
-			State: SessionActive, TokenHash: hash, CreatedBy: p.ID, CreatedAt: r.now()}
+			State: SessionActive, TokenHash: hash, CreatedBy: p.ID, CreatedAt: r.now(), TenantID: tenant}
 		a.target(s.ID, v.ID)
 		a.version = v.ID
 		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -138,7 +150,7 @@ func sessionView(s models.Session, vaults []string) SessionView {
 		vaults = []string{}
 	}
 	return SessionView{ID: s.ID, Title: s.Title, Version: s.VersionID, Agent: s.AgentID, State: s.State, Vaults: vaults,
-		CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt, MCPEndpoint: "/mcp/sessions/" + s.ID,
+		CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt, MCPEndpoint: "/mcp/sessions/" + s.ID, Tenant: s.TenantID,
 		TokenExpiresAt: s.TokenExpiresAt}
 }
 

@@ -115,6 +115,7 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 		if err != nil {
 			return err
 		}
+		q = scopeBySession(q, r.listScope(p, "Usage.get"), "session_id")
 		if out.Records, out.PageLinks, err = r.usagePage(ctx, q, c, limit); err != nil {
 			return err
 		}

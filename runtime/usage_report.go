@@ -122,6 +122,7 @@ func (r *Runtime) UsageCSV(ctx context.Context, p Principal, f UsageFilter, w io
 		if err != nil {
 			return err
 		}
+		q = scopeBySession(q, r.listScope(p, "Usage.get"), "session_id")
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"id", "kind", "agent", "agent_name", "session", "session_title", "subject", "quantity", "unit", "credits", "started_at", "ended_at"})
 		// Pages follow the last row's (started_at, id), not an offset, so a

@@ -23,10 +23,12 @@ type UserView struct {
 	Name      string    `json:"name"`
 	Access    string    `json:"access"`
 	CreatedAt time.Time `json:"created_at"`
+	// Tenant is the tenant the person belongs to ("" for the operator's).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 func userView(u models.User) UserView {
-	return UserView{ID: u.ID, Email: u.Email, Name: u.Name, Access: u.Access, CreatedAt: u.CreatedAt}
+	return UserView{ID: u.ID, Email: u.Email, Name: u.Name, Access: u.Access, CreatedAt: u.CreatedAt, Tenant: u.TenantID}
 }
 
 // UserList is User.list.
@@ -34,7 +36,12 @@ func (r *Runtime) UserList(ctx context.Context, p Principal) ([]UserView, error)
 	var out []UserView
 	err := r.run(ctx, p, "User.list", func(a *act) error {
 		var users []models.User
-		if err := r.db.WithContext(ctx).Order("created_at").Find(&users).Error; err != nil {
+		q := r.db.WithContext(ctx).Order("created_at")
+		if p.TenantID != "" {
+			// A tenant's people see the people of their tenant only.
+			q = q.Where("tenant_id = ?", p.TenantID)
+		}
+		if err := q.Find(&users).Error; err != nil {
 			return fmt.Errorf("runtime: list users: %w", err)
 		}
 		for _, u := range users {
@@ -65,8 +72,14 @@ func (r *Runtime) UserUpdate(ctx context.Context, p Principal, in UserUpdateInpu
 		}
 		err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			u, err := lockUser(tx, in.User)
+			if err == nil && hiddenFrom(p, u.TenantID) {
+				err = notFound("user", in.User)
+			}
 			if err != nil {
 				return err
+			}
+			if in.Access != nil && u.TenantID != "" && *in.Access == AccessOwner {
+				return invalid("access", "invalid_access", "a tenant's people are admins, members or viewers: owners are the operator's")
 			}
 			if in.Access != nil && *in.Access != u.Access {
 				if err := checkOwnerChange(tx, p, u, *in.Access); err != nil {
@@ -93,6 +106,9 @@ func (r *Runtime) UserRemove(ctx context.Context, p Principal, id string) error 
 	return r.run(ctx, p, "User.remove", func(a *act) error {
 		err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			u, err := lockUser(tx, id)
+			if err == nil && hiddenFrom(p, u.TenantID) {
+				err = notFound("user", id)
+			}
 			if err != nil {
 				return err
 			}

@@ -24,6 +24,9 @@ type VaultView struct {
 	Description string           `json:"description"`
 	CreatedAt   time.Time        `json:"created_at"`
 	Credentials []CredentialView `json:"credentials"`
+
+	// Tenant is the tenant holding the vault ("" for the operator's).
+	Tenant string `json:"tenant"`
 }
 
 // CredentialView shows that a secret is set and when it was last used, never its value.
@@ -62,6 +65,9 @@ func credentialView(c models.Credential) CredentialView {
 type VaultInput struct {
 	Name        string `json:"name" form:"name"`
 	Description string `json:"description" form:"description"`
+	// Tenant (an id or name) holds the vault; a tenant's person's vaults
+	// are always their own tenant's (tenants.go).
+	Tenant string `json:"tenant" form:"tenant"`
 }
 
 // VaultCreate is Vault.create.
@@ -85,9 +91,13 @@ func (r *Runtime) VaultCreate(ctx context.Context, p Principal, in VaultInput) (
 			return &Error{Kind: KindConflict, Code: "name_taken", Title: "Name taken", Field: "name", Detail: "another vault already has this name",
 				Fields: []FieldError{{Field: "name", Code: "name_taken", Detail: "another vault already has this name"}}}
 		}
-		v := models.Vault{ID: newID("vlt"), Name: name, Description: strings.TrimSpace(in.Description), CreatedBy: p.ID, CreatedAt: r.now()}
+		tenant, err := r.tenantFor(ctx, p, "tenant", in.Tenant)
+		if err != nil {
+			return err
+		}
+		v := models.Vault{ID: newID("vlt"), Name: name, Description: strings.TrimSpace(in.Description), CreatedBy: p.ID, CreatedAt: r.now(), TenantID: tenant}
 		a.target(v.ID)
-		out = VaultView{ID: v.ID, Name: v.Name, Description: v.Description, CreatedAt: v.CreatedAt, Credentials: []CredentialView{}}
+		out = VaultView{ID: v.ID, Name: v.Name, Description: v.Description, CreatedAt: v.CreatedAt, Credentials: []CredentialView{}, Tenant: tenant}
 		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			if err := tx.Create(&v).Error; err != nil {
 				return err
@@ -103,7 +113,7 @@ func (r *Runtime) VaultList(ctx context.Context, p Principal) ([]VaultView, erro
 	out := []VaultView{}
 	err := r.run(ctx, p, "Vault.list", func(a *act) error {
 		var vs []models.Vault
-		if err := r.db.WithContext(ctx).Order("name").Find(&vs).Error; err != nil {
+		if err := scopeVaults(r.db.WithContext(ctx), r.listScope(p, "Vault.list")).Order("name").Find(&vs).Error; err != nil {
 			return err
 		}
 		l := r.listScope(p, "Vault.list")
@@ -123,7 +133,7 @@ func (r *Runtime) VaultList(ctx context.Context, p Principal) ([]VaultView, erro
 }
 
 func (r *Runtime) vaultView(ctx context.Context, v models.Vault) (VaultView, error) {
-	view := VaultView{ID: v.ID, Name: v.Name, Description: v.Description, CreatedAt: v.CreatedAt, Credentials: []CredentialView{}}
+	view := VaultView{ID: v.ID, Name: v.Name, Description: v.Description, CreatedAt: v.CreatedAt, Credentials: []CredentialView{}, Tenant: v.TenantID}
 	var cs []models.Credential
 	if err := r.db.WithContext(ctx).Where("vault_id = ?", v.ID).Order("prefix").Find(&cs).Error; err != nil {
 		return view, err

@@ -97,6 +97,11 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"User.update", http.MethodPatch, "/users/:user", h.APIUserUpdate},
 		{"User.remove", http.MethodDelete, "/users/:user", h.APIUserRemove},
 		{"User.revoke_invite", http.MethodDelete, "/invites/:invite", h.APIUserRevokeInvite},
+		{"Tenant.list", http.MethodGet, "/tenants", h.APITenantList},
+		{"Tenant.create", http.MethodPost, "/tenants", h.APITenantCreate},
+		{"Tenant.get", http.MethodGet, "/tenants/:tenant", h.APITenantGet},
+		{"Tenant.update", http.MethodPatch, "/tenants/:tenant", h.APITenantUpdate},
+		{"Tenant.delete", http.MethodDelete, "/tenants/:tenant", h.APITenantDelete},
 		{"Role.list", http.MethodGet, "/roles", h.APIRoleList},
 		{"Role.create", http.MethodPost, "/roles", h.APIRoleCreate},
 		{"Role.get", http.MethodGet, "/roles/:role", h.APIRoleGet},
@@ -171,6 +176,10 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.POST("/people/:user/access", h.ChangeAccess)
 	con.POST("/people/:user/remove", h.RemovePerson)
 	con.POST("/people/invites/:invite/revoke", h.RevokeInvite)
+	con.GET("/tenants", h.Tenants)
+	con.POST("/tenants", h.CreateTenant)
+	con.POST("/tenants/:tenant", h.UpdateTenant)
+	con.POST("/tenants/:tenant/delete", h.DeleteTenant)
 	con.POST("/people/:user/seats", h.SeatPerson)
 	con.POST("/seats/:seat/delete", h.UnseatPerson)
 	con.GET("/roles", h.Roles)
