@@ -11,16 +11,25 @@ import (
 	"github.com/subako/subako/views/pages"
 )
 
-// portsListTimeout bounds how long the Sandboxes tab waits for a running
-// sandbox's agent to list its ports.
+// portsListTimeout bounds how long one render of the Sandboxes table waits
+// for its running sandboxes' agents to list their ports, all rows together.
 const portsListTimeout = time.Second
+
+const portsDeadlineKey = "subako.portsDeadline"
 
 // sandboxPorts lists what listens inside a running sandbox for its row.
 func (h *Handlers) sandboxPorts(c echo.Context, p runtime.Principal, s runtime.SandboxView) pages.SandboxPorts {
 	if s.State != "running" {
 		return pages.SandboxPorts{}
 	}
-	cx, cancel := context.WithTimeout(ctx(c), portsListTimeout)
+	// A live table renders again on the same request: a passed deadline
+	// starts a new one.
+	deadline, ok := c.Get(portsDeadlineKey).(time.Time)
+	if !ok || time.Now().After(deadline) {
+		deadline = time.Now().Add(portsListTimeout)
+		c.Set(portsDeadlineKey, deadline)
+	}
+	cx, cancel := context.WithDeadline(ctx(c), deadline)
 	defer cancel()
 	v := pages.SandboxPorts{Running: true, CanPreview: p.Can("Sandbox.port")}
 	for _, lp := range h.RT.SandboxPorts(cx, p, s.ID) {

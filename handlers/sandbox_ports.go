@@ -142,6 +142,7 @@ func (h *Handlers) PreviewPort(c echo.Context) error {
 			}
 			previewHeaders(kept)
 			resp.Header = kept
+			resp.Trailer = nil // no Set-Cookie in a trailer either
 			if resp.StatusCode != http.StatusSwitchingProtocols {
 				resp.Body = &capBody{ReadCloser: resp.Body, left: previewMaxBody}
 			}
