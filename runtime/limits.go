@@ -39,6 +39,7 @@ func (r *Runtime) takeLimit(ctx context.Context, p Principal, g Grant, in CheckI
 		return nil
 	}
 	now := r.now()
+	r.sweepLimitUsage(ctx, now)
 	take := func(tx *gorm.DB) error {
 		if l.Count > 0 {
 			start, next, err := periodBounds(l.Period, now)

@@ -219,3 +219,48 @@ func TestPeriodBoundsAreUTC(t *testing.T) {
 		t.Error("an unknown period was accepted")
 	}
 }
+
+// A token narrowed to a verb its holder holds under a limit counts on the
+// holder's limit: a person limited to 1 Agent.create an hour cannot make a
+// second agent through a narrowed token.
+func TestNarrowedTokenCountsOnItsHoldersLimit(t *testing.T) {
+	w := newLimitWorld(t, 1)
+	rt := w.rts[0]
+	p := w.person(t, "holder@example.com", models.Permission{Verb: "Agent.create", LimitCount: 1, LimitPeriod: "hour"})
+	tok, err := rt.TokenCreate(t.Context(), p, TokenCreateInput{Name: "task", Expires: "1h", Permissions: []string{"Agent.create"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "by-person"
+	if _, err := rt.AgentCreate(t.Context(), p, AgentInput{Name: &name}); err != nil {
+		t.Fatalf("the person's first agent: %v", err)
+	}
+	tp, err := rt.AuthenticateToken(t.Context(), tok.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name = "by-token"
+	_, err = rt.AgentCreate(t.Context(), tp, AgentInput{Name: &name})
+	if e, _ := AsError(err); e == nil || e.Code != "limit_reached" {
+		t.Fatalf("a second agent through the narrowed token: %v", err)
+	}
+}
+
+// Counts of periods long over are removed beside a limited call.
+func TestOldLimitCountsAreSwept(t *testing.T) {
+	w := newLimitWorld(t, 1)
+	p := w.person(t, "sweeper@example.com", models.Permission{Verb: "Agent.create", LimitCount: 5, LimitPeriod: "month"})
+	old := time.Now().UTC().AddDate(0, -3, 0)
+	if err := w.db.Create(&models.LimitUsage{PermissionID: "perm_old", HolderID: p.ID, PeriodStart: old, Used: 3}).Error; err != nil {
+		t.Fatal(err)
+	}
+	name := "swept"
+	if _, err := w.rts[0].AgentCreate(t.Context(), p, AgentInput{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	w.db.Model(&models.LimitUsage{}).Count(&n)
+	if n != 1 {
+		t.Errorf("%d limit_usage rows after the sweep, want 1 (this month's)", n)
+	}
+}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -105,4 +106,25 @@ func (r *Runtime) limitUsed(ctx context.Context, permissionID, holder, period st
 	var u models.LimitUsage
 	err = r.db.WithContext(ctx).Where("permission_id = ? AND holder_id = ? AND period_start = ?", permissionID, holder, start).Limit(1).Find(&u).Error
 	return LimitUse{Used: u.Used, SpentSC: u.SpentSC, Resets: next}, err
+}
+
+// limitUsageKept is how long a period's counts are kept after it started:
+// past the longest period (a month), nothing reads them.
+const limitUsageKept = 35 * 24 * time.Hour
+
+// limitSweeps remembers, per Runtime, when old counts were last removed.
+var limitSweeps sync.Map // *Runtime → time.Time
+
+// sweepLimitUsage removes the counts of periods long over, at most once an
+// hour per Runtime, beside a limited call (the table stays as small as the
+// limits in use this month).
+func (r *Runtime) sweepLimitUsage(ctx context.Context, now time.Time) {
+	if last, ok := limitSweeps.Load(r); ok && now.Sub(last.(time.Time)) < time.Hour {
+		return
+	}
+	limitSweeps.Store(r, now)
+	res := r.db.WithContext(context.WithoutCancel(ctx)).Where("period_start < ?", now.Add(-limitUsageKept)).Delete(&models.LimitUsage{})
+	if res.Error != nil {
+		r.opts.Log.Error("runtime: sweep limit usage", "err", res.Error)
+	}
 }
