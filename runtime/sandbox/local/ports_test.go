@@ -14,25 +14,32 @@ import (
 	"github.com/subako/subako/runtime/sandbox"
 )
 
+// serveSite serves /workspace/site on 127.0.0.1:8765 inside m, from an exec
+// that runs until the test ends, and returns the ports listed once one is.
+func serveSite(t testing.TB, m *Machine) []sandbox.ListenPort {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go m.Exec(ctx, sandbox.ExecRequest{Command: "cd site && exec /usr/bin/python3 -m http.server 8765 --bind 127.0.0.1 2>/dev/null", TimeoutSecs: 600})
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		ports, err := m.ListPorts(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ports) > 0 {
+			return ports
+		}
+	}
+	t.Fatal("the server never listened")
+	return nil
+}
+
 // A server an exec runs inside the sandbox (no network) is listed and
 // answers an HTTP request made through the agent.
 func TestPortForwardReachesAServerInside(t *testing.T) {
 	m := start(t, newDriver(t, Config{}), sandbox.Spec{})
 	run(t, m, "mkdir -p site && echo '<h1>made inside</h1>' > site/index.html")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go m.Exec(ctx, sandbox.ExecRequest{Command: "cd site && exec /usr/bin/python3 -m http.server 8765 --bind 127.0.0.1", TimeoutSecs: 60})
-
-	var ports []sandbox.ListenPort
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		var err error
-		if ports, err = m.ListPorts(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if len(ports) > 0 {
-			break
-		}
-	}
+	ports := serveSite(t, m)
 	if len(ports) != 1 || ports[0].Port != 8765 || ports[0].Address != "127.0.0.1" {
 		t.Fatalf("listening ports: %+v; want 127.0.0.1:8765", ports)
 	}
@@ -109,17 +116,7 @@ func TestExecOutputArrivesWhileItRuns(t *testing.T) {
 func BenchmarkPortForward(b *testing.B) {
 	m := start(b, newDriver(b, Config{}), sandbox.Spec{})
 	run(b, m, "mkdir -p site && echo hi > site/small.txt && head -c 3000000 /dev/zero > site/big.bin")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go m.Exec(ctx, sandbox.ExecRequest{Command: "cd site && exec /usr/bin/python3 -m http.server 8765 --bind 127.0.0.1 2>/dev/null", TimeoutSecs: 600})
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if ports, _ := m.ListPorts(context.Background()); len(ports) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the server never listened")
-		}
-	}
+	serveSite(b, m)
 	get := func(b *testing.B, path string, want int64) {
 		conn, err := m.DialPort(context.Background(), 8765)
 		if err != nil {
