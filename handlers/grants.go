@@ -112,7 +112,7 @@ func (h *Handlers) grantForm(c echo.Context, kind, current string) (pages.GrantF
 	}
 	f := pages.GrantForm{VersionID: v.ID, AgentName: a.Name, Number: v.Number, Kind: kind, HasPolicy: ki.HasPolicy,
 		Title: "Add " + ki.Singular, Current: current, Policy: "allow", Network: tools.NetworkUnrestricted,
-		Releases: h.RT.Releases(), Release: "2026", Errors: map[string]string{}, Published: v.State == runtime.StatePublished}
+		Releases: h.RT.Releases(), ReleaseInfo: h.RT.ReleaseInfos(), Release: "2026", Errors: map[string]string{}, Published: v.State == runtime.StatePublished}
 	if current != "" {
 		f.Title = "Edit " + ki.Singular + " " + current
 		if !fillFromConfig(&f, v.Parsed()) {

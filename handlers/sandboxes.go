@@ -184,6 +184,9 @@ func (h *Handlers) sandboxTable(c echo.Context, p runtime.Principal, f runtime.S
 		row.Ports = h.sandboxPorts(c, p, s) // sandbox_live.go
 		t.Rows = append(t.Rows, row)
 	}
+	for i := range t.Rows {
+		t.Rows[i].ReleaseInfo = h.RT.ReleaseInfo(t.Rows[i].Release)
+	}
 	return t, nil
 }
 

@@ -42,6 +42,9 @@ type Options struct {
 	WebSessionTTL time.Duration
 	// Releases are the sandbox platform releases this server offers.
 	Releases []string
+	// ReleaseInfo describes a release for the console (releases.go; nil:
+	// nothing is shown).
+	ReleaseInfo func(name string) string
 	// Keys seal vault secrets; without them a fresh in-memory key is made,
 	// which suits tests and nothing else.
 	Keys *vault.Keyring

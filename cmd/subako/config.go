@@ -64,6 +64,8 @@ type Config struct {
 	Limits limitFlags
 	// Volumes bound each session's volume (volumes.go).
 	Volumes volumeFlags
+	// Releases: the release images' cache (releases.go).
+	Releases releaseFlags
 }
 
 // bindDB registers the flags every database-touching command shares.
@@ -113,6 +115,7 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.LoginThrottle.MaxKeys, "login-throttle-keys", d.MaxKeys, "accounts and addresses the sign-in throttle remembers at once (in memory, per replica)")
 	bindLimits(fs, &c.Limits)
 	bindVolumes(fs, &c.Volumes)
+	bindReleases(fs, &c.Releases)
 }
 
 // parseFlags applies environment fallbacks for flags not given on the command line.
@@ -156,6 +159,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--permission-decay must be from 0 (off) to %d days, not %d", runtime.MaxDecayDays, c.PermissionDecay)
 	}
 	if err := c.Limits.validate(); err != nil {
+		return err
+	}
+	if err := c.Releases.validate(); err != nil {
 		return err
 	}
 	if c.RevealMax < 1 || c.RevealMax > 1_000_000 {

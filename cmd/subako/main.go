@@ -18,6 +18,7 @@ Usage:
   subako user add --email E --access owner|admin|member|viewer [--password-stdin]
   subako token create --email E [--name N] [--expires 24h]
   subako do Noun.verb [--json '{...}' | JSON on stdin]   (uses SUBAKO_URL and SUBAKO_TOKEN)
+  subako release build [--uv PATH] 2026   (builds the sandbox release image; also: release show)
 
 Run "subako COMMAND -h" for a command's flags.
 `
@@ -41,6 +42,8 @@ func main() {
 		err = tokenCmd(args, os.Stdout)
 	case "do":
 		err = doCmd(args, os.Stdin, os.Stdout)
+	case "release":
+		err = releaseCmd(args, os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

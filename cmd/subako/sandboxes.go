@@ -34,9 +34,10 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 		err = openDataToSandboxes(data, log)
 	}
 	var driver *local.Driver
+	images, err := sandboxImages(c, data, err, log)
 	if err == nil {
 		driver, err = local.New(local.Config{Logger: log, DiskBytes: int64(c.SandboxDisk), TmpBytes: int64(c.SandboxTmp),
-			WorkspaceRoot: filepath.Join(data, "sandboxes")})
+			WorkspaceRoot: filepath.Join(data, "sandboxes"), Images: images, RootBytes: int64(c.Releases.RootSize)})
 	}
 	var archives *archive.Local
 	if err == nil {

@@ -62,7 +62,7 @@ func serve(args []string) error {
 		return err
 	}
 	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ApprovalTimeout: c.ApprovalTimeout, PermissionDecayDays: c.PermissionDecay, AllowPrivateEgress: c.EgressAllowPrivate, MCPLimits: c.Limits.mcpLimits(),
-		LoginThrottle: c.LoginThrottle, ReadyWriteTimeout: c.ReadyWriteTimeout, Notify: c.notifyOptions()})
+		LoginThrottle: c.LoginThrottle, ReadyWriteTimeout: c.ReadyWriteTimeout, Notify: c.notifyOptions(), ReleaseInfo: releaseInfo(&c)})
 	defer rt.Close()
 	if err := wireFunctions(context.Background(), rt, c.Data, c.EgressAllowPrivate, c.Limits.functionCapacity(), log); err != nil {
 		return err

@@ -49,11 +49,26 @@ func (d *Driver) imageRoot(ctx context.Context, name string) (string, error) {
 	if !d.root {
 		return "", fmt.Errorf("local: release %s is an image, which needs a root server (it mounts each machine's overlay); a server that is not root can configure a host folder instead", name)
 	}
-	root, err := d.cfg.Images.Root(ctx, name, nil)
-	if err != nil {
-		return "", fmt.Errorf("local: release %s: %w", name, err)
+	// A first build outlives the exec that asked for it: one that gives up
+	// (its client went away) leaves the build to finish for the next.
+	type result struct {
+		root string
+		err  error
 	}
-	return root, nil
+	done := make(chan result, 1)
+	go func() {
+		root, err := d.cfg.Images.Root(context.WithoutCancel(ctx), name, nil)
+		done <- result{root, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return "", fmt.Errorf("local: release %s: %w", name, r.err)
+		}
+		return r.root, nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("local: release %s is being built (a first build takes a minute or two): %w", name, ctx.Err())
+	}
 }
 
 // isImage reports whether release name is an image of the cache (one
