@@ -123,6 +123,7 @@ func (h *Handlers) SessionSandboxes(c echo.Context) error {
 		return err
 	}
 	v := pages.SandboxesView{SessionID: s.ID, SessionTitle: s.Title, Table: t, EventsURL: sandboxEventsURL(c, t, f)}
+	v.Files = h.sandboxFilesView(c, principal(c), s.ID)
 	title := s.Title
 	if title == "" {
 		title = s.ID

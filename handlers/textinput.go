@@ -48,7 +48,7 @@ func (h *Handlers) CheckInput(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		r := c.Request()
-		if r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodHead || VolumeUpload(r) {
+		if r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodHead || VolumeUpload(r) || SandboxFileUpload(r) {
 			return next(c)
 		}
 		media, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))

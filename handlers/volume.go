@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/subako/subako/runtime"
 )
 
 // volumePath is the file path of a /volume/* route, unescaped once (echo
@@ -123,41 +121,16 @@ func (h *Handlers) VolumeFile(c echo.Context) error {
 func (h *Handlers) UploadVolumeFile(c echo.Context) error {
 	id := c.Param("session")
 	back := "/sessions/" + id + "/files"
-	noFile := &runtime.Error{Kind: runtime.KindInvalid, Code: "required", Title: "Invalid input", Field: "file",
-		Detail: "choose a file to upload", Fields: []runtime.FieldError{{Field: "file", Code: "required", Detail: "choose a file to upload"}}}
-	mr, err := c.Request().MultipartReader()
+	name, part, err := uploadFormFile(c) // sandbox_files.go
 	if err != nil {
-		return h.flashError(c, noFile, back)
+		return h.flashError(c, err, back)
 	}
-	folder := ""
-	for {
-		part, err := mr.NextPart()
-		if err != nil {
-			return h.flashError(c, noFile, back)
-		}
-		switch part.FormName() {
-		case "folder":
-			b, _ := io.ReadAll(io.LimitReader(part, 2048))
-			folder = strings.Trim(strings.TrimSpace(string(b)), "/")
-			continue
-		case "file":
-		default:
-			continue
-		}
-		if part.FileName() == "" {
-			return h.flashError(c, noFile, back)
-		}
-		name := part.FileName()
-		if folder != "" {
-			name = folder + "/" + name
-		}
-		out, err := h.RT.VolumePut(ctx(c), principal(c), id, name, part)
-		if err != nil {
-			return h.flashError(c, err, back)
-		}
-		h.flash(c, "ok", "Uploaded "+out.Path+" ("+strconv.FormatInt(out.Size, 10)+" bytes).")
-		return redirect(c, back)
+	out, err := h.RT.VolumePut(ctx(c), principal(c), id, name, part)
+	if err != nil {
+		return h.flashError(c, err, back)
 	}
+	h.flash(c, "ok", "Uploaded "+out.Path+" ("+strconv.FormatInt(out.Size, 10)+" bytes).")
+	return redirect(c, back)
 }
 
 // DeleteVolumeFile is Volume.delete from the Files tab.

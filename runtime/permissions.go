@@ -30,6 +30,7 @@ var readVerbs = []string{
 	"ToolCall.get", "ToolCall.list",
 	"Approval.list",
 	"Sandbox.list", "Sandbox.get",
+	"Sandbox.files",
 	"Volume.list", "Volume.get",
 	"Usage.get",
 	"User.list",
@@ -64,6 +65,7 @@ var memberVerbs = []string{
 	"Approval.approve", "Approval.deny",
 	"Subscription.get", "Subscription.update",
 	"Archive.download",
+	"Sandbox.readFile", "Sandbox.writeFile",
 	"Sandbox.port",
 	"Volume.put", "Volume.delete",
 }

@@ -24,7 +24,9 @@ func (r APIRoute) WholeBody() bool { return r.Verb == "Version.update" }
 
 // RawBody reports whether the verb's body is a file sent as is (Archive.upload's
 // .tar.gz); `subako do` sends it from --body-file.
-func (r APIRoute) RawBody() bool { return r.Verb == "Archive.upload" || r.Verb == "Volume.put" }
+func (r APIRoute) RawBody() bool {
+	return r.Verb == "Archive.upload" || r.Verb == "Volume.put" || r.Verb == "Sandbox.writeFile"
+}
 
 // apiRoutes is the JSON API, verb by verb, in API.md's order.
 func apiRoutes(h *handlers.Handlers) []APIRoute {
@@ -90,6 +92,9 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"Archive.download", http.MethodGet, "/sandboxes/:sandbox/archive", h.DownloadArchive},
 		{"Archive.delete", http.MethodDelete, "/sandboxes/:sandbox/archive", h.APIArchiveDelete},
 		{"Archive.upload", http.MethodPut, "/sandboxes/:sandbox/archive", h.APIArchiveUpload},
+		{"Sandbox.files", http.MethodGet, "/sandboxes/:sandbox/files", h.APISandboxFiles},
+		{"Sandbox.readFile", http.MethodGet, "/sandboxes/:sandbox/files/*", h.SandboxFileGet},
+		{"Sandbox.writeFile", http.MethodPut, "/sandboxes/:sandbox/files/*", h.APISandboxFilePut},
 		{"Sandbox.port", http.MethodPost, "/sandboxes/:sandbox/ports/:port", h.APIOpenPort},
 		{"Usage.get", http.MethodGet, "/usage", h.APIUsageGet},
 		{"User.list", http.MethodGet, "/users", h.APIUserList},
@@ -231,6 +236,8 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.GET("/sandboxes/:sandbox/archive", h.DownloadArchive)
 	con.POST("/sandboxes/:sandbox/archive/delete", h.DeleteArchive)
 	con.POST("/sandboxes/:sandbox/archive/upload", h.UploadArchive)
+	con.GET("/sandboxes/:sandbox/file/*", h.SandboxFileGet)
+	con.POST("/sandboxes/:sandbox/files/upload", h.UploadSandboxFile)
 	con.GET("/sandboxes/:sandbox/ports/:port", h.OpenPort)
 	con.GET("/sandboxes/:sandbox/ports/:port/*", h.OpenPort)
 	con.GET("/functions", h.Functions)

@@ -125,7 +125,8 @@ var uploadPaths = []string{"/api/v1/functions", "/functions", "/api/v1/skills", 
 
 func bodyLimits() echo.MiddlewareFunc {
 	small := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "4M", Skipper: func(c echo.Context) bool {
-		return slices.Contains(uploadPaths, c.Request().URL.Path) || archiveUpload(c) || handlers.VolumeUpload(c.Request())
+		return slices.Contains(uploadPaths, c.Request().URL.Path) || archiveUpload(c) || handlers.VolumeUpload(c.Request()) ||
+			handlers.SandboxFileUpload(c.Request()) // up to sandbox.MaxFileWriteBytes, under the 64M below
 	}})
 	large := middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: "64M", Skipper: func(c echo.Context) bool {
 		return archiveUpload(c) || handlers.VolumeUpload(c.Request())

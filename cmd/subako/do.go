@@ -169,7 +169,7 @@ func buildRequest(base string, r web.APIRoute, in map[string]any, file io.Reader
 		if r.RawBody() {
 			req.Header.Set("Content-Type", "application/gzip")
 		}
-		if r.Verb == "Volume.put" {
+		if r.Verb == "Volume.put" || r.Verb == "Sandbox.writeFile" {
 			req.Header.Set("Content-Type", "application/octet-stream")
 		}
 		return req, nil
