@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/subako/subako/web"
 )
 
@@ -114,5 +116,51 @@ func TestPermissionMatrixThroughTheAPI(t *testing.T) {
 	}
 	if checked < 60 {
 		t.Fatalf("the matrix checked only %d API verbs", checked)
+	}
+}
+
+// The matrix's representative verb on the MCP endpoint: a token narrowed to
+// ToolCall.create (with Session.get and Session.tools) on one session calls
+// its tools; without ToolCall.create, or holding it on another session, the
+// call is refused naming the missing permission with the session.
+func TestPermissionMatrixThroughMCP(t *testing.T) {
+	w := newWorld(t, everythingConfig)
+	s1, s2 := w.session(w.vault), w.session(w.vault)
+	narrowed := func(perms ...string) string {
+		var out struct{ Token string }
+		if st := w.api(w.owner, "POST", "/tokens", map[string]any{"name": "mcp", "expires": "1h", "permissions": perms}, &out); st != 201 {
+			t.Fatalf("Token.create %v: %d", perms, st)
+		}
+		return out.Token
+	}
+	on := func(sid string, verbs ...string) []string {
+		var out []string
+		for _, v := range verbs {
+			out = append(out, v+" session:"+sid)
+		}
+		return out
+	}
+	call := func(token string) (string, bool) {
+		client := mcp.NewClient(&mcp.Implementation{Name: "matrix", Version: "1"}, nil)
+		cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: w.srv.URL + "/mcp/sessions/" + s1.ID,
+			HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+		if err != nil {
+			return err.Error(), false
+		}
+		defer cs.Close()
+		res, err := cs.CallTool(t.Context(), echoParams("matrix"))
+		if err != nil {
+			return err.Error(), false
+		}
+		return resultText(res), !res.IsError
+	}
+	if said, ok := call(narrowed(on(s1.ID, "ToolCall.create", "Session.get", "Session.tools")...)); !ok || !strings.Contains(said, "Echo: matrix") {
+		t.Fatalf("a token of exactly ToolCall.create on the session: %q", said)
+	}
+	if said, ok := call(narrowed(on(s1.ID, "Session.get", "Session.tools")...)); ok || !strings.Contains(said, "ToolCall.create session:"+s1.ID) {
+		t.Fatalf("a token without ToolCall.create: ok=%v %q", ok, said)
+	}
+	if said, ok := call(narrowed(on(s2.ID, "ToolCall.create", "Session.get", "Session.tools")...)); ok || !strings.Contains(said, "session:"+s1.ID) {
+		t.Fatalf("a token holding ToolCall.create on another session: ok=%v %q", ok, said)
 	}
 }
