@@ -169,6 +169,13 @@ func (r *Runtime) ChangeList(ctx context.Context, p Principal, f ChangeFilter) (
 		if f.Subject != "" {
 			q = q.Where("subject = ?", f.Subject)
 		}
+		if p.TenantID != "" {
+			// A tenant's people see the Changes their tenant's people made
+			// and decay's of their seats, nothing of the operator's.
+			people := r.db.Model(&models.User{}).Select("id").Where("tenant_id = ?", p.TenantID)
+			seats := r.db.Model(&models.Seat{}).Select("id").Where("user_id IN (?)", people)
+			q = q.Where("by_id IN (?) OR (by_kind = ? AND subject IN (?))", people, string(PrincipalSystem), seats)
+		}
 		if f.Before != "" {
 			var b models.Change
 			if err := r.db.WithContext(ctx).First(&b, "id = ?", f.Before).Error; err != nil {
@@ -200,6 +207,9 @@ func (r *Runtime) ChangeUndo(ctx context.Context, p Principal, id string) (Chang
 				return notFound("change", id)
 			} else if err != nil {
 				return err
+			}
+			if p.TenantID != "" && !r.tenantChange(tx, p, c) {
+				return notFound("change", id)
 			}
 			a.target(c.ID, c.Subject)
 			if c.UndoneAt != nil {
@@ -235,6 +245,15 @@ func (r *Runtime) ChangeUndo(ctx context.Context, p Principal, id string) (Chang
 		return err
 	}, id)
 	return out, err
+}
+
+// tenantChange reports whether a tenant's person may see c (ChangeList's rule).
+func (r *Runtime) tenantChange(tx *gorm.DB, p Principal, c models.Change) bool {
+	if c.ByKind == string(PrincipalSystem) {
+		var seat models.Seat
+		return tx.First(&seat, "id = ?", c.Subject).Error == nil && r.sameTenant(tx, p, seat.UserID)
+	}
+	return r.sameTenant(tx, p, c.ByID)
 }
 
 // decodeSide reads a Change's before or after into v.
@@ -278,7 +297,7 @@ func undoRoleUpdate(r *Runtime, ctx context.Context, tx *gorm.DB, p Principal, c
 	if err := decodeSide(c.BeforeJSON, &before); err != nil {
 		return nil, err
 	}
-	role, err := findRole(tx.Clauses(clause.Locking{Strength: "UPDATE"}), c.Subject)
+	role, err := findRole(tx.Clauses(clause.Locking{Strength: "UPDATE"}), p, c.Subject)
 	if err != nil {
 		return nil, conflict("not_undoable", "the role is gone: undo its deletion first")
 	}
@@ -402,7 +421,7 @@ func undoSeatDelete(r *Runtime, ctx context.Context, tx *gorm.DB, p Principal, c
 	if n == 0 {
 		return nil, conflict("not_undoable", "the person has been removed")
 	}
-	role, err := findRole(tx, before.Seat.RoleID)
+	role, err := findRole(tx, p, before.Seat.RoleID)
 	if err != nil {
 		return nil, conflict("not_undoable", "the role is gone: undo its deletion first")
 	}

@@ -126,7 +126,7 @@ func (r *Runtime) RoleList(ctx context.Context, p Principal) ([]RoleView, error)
 			out = append(out, presetRole(l))
 		}
 		var roles []models.Role
-		if err := r.db.WithContext(ctx).Order("name").Limit(MaxRoles).Find(&roles).Error; err != nil {
+		if err := r.db.WithContext(ctx).Where("tenant_id = ?", p.TenantID).Order("name").Limit(MaxRoles).Find(&roles).Error; err != nil {
 			return fmt.Errorf("runtime: list roles: %w", err)
 		}
 		views, err := r.roleViews(ctx, r.db.DB, roles)
@@ -144,7 +144,7 @@ func (r *Runtime) RoleGet(ctx context.Context, p Principal, id string) (RoleView
 			out = presetRole(strings.ToLower(strings.TrimSpace(id)))
 			return nil
 		}
-		role, err := findRole(r.db.WithContext(ctx), id)
+		role, err := findRole(r.db.WithContext(ctx), p, id)
 		if err != nil {
 			return err
 		}
@@ -157,9 +157,11 @@ func (r *Runtime) RoleGet(ctx context.Context, p Principal, id string) (RoleView
 	return out, err
 }
 
-func findRole(tx *gorm.DB, id string) (models.Role, error) {
+// findRole finds a role of p's tenant (the operator's for the operator's
+// people) by id or name; another tenant's is not found.
+func findRole(tx *gorm.DB, p Principal, id string) (models.Role, error) {
 	var role models.Role
-	err := tx.First(&role, "id = ? OR name = ?", id, id).Error
+	err := tx.Where("tenant_id = ?", p.TenantID).First(&role, "id = ? OR name = ?", id, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return role, notFound("role", id)
 	}
@@ -174,7 +176,7 @@ func (r *Runtime) RoleCreate(ctx context.Context, p Principal, in RoleInput) (Ro
 		if in.Name == nil {
 			return invalid("name", "name_required", "name is required")
 		}
-		role := models.Role{ID: newID("role"), CreatedBy: p.ID, CreatedAt: r.now(), UpdatedAt: r.now()}
+		role := models.Role{ID: newID("role"), TenantID: p.TenantID, CreatedBy: p.ID, CreatedAt: r.now(), UpdatedAt: r.now()}
 		perms, err := r.applyRoleInput(ctx, p, &role, in)
 		if err != nil {
 			return err
@@ -182,11 +184,11 @@ func (r *Runtime) RoleCreate(ctx context.Context, p Principal, in RoleInput) (Ro
 		a.target(role.ID)
 		err = r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			var n int64
-			if err := tx.Model(&models.Role{}).Count(&n).Error; err != nil {
+			if err := tx.Model(&models.Role{}).Where("tenant_id = ?", role.TenantID).Count(&n).Error; err != nil {
 				return err
 			}
 			if n >= MaxRoles {
-				return conflict("too_many_roles", fmt.Sprintf("an installation holds at most %d roles", MaxRoles))
+				return conflict("too_many_roles", fmt.Sprintf("at most %d roles (a tenant's own, or the operator's)", MaxRoles))
 			}
 			if err := uniqueRoleName(tx, role); err != nil {
 				return err
@@ -219,7 +221,7 @@ func (r *Runtime) RoleUpdate(ctx context.Context, p Principal, in RoleInput) (Ro
 			return builtInRole(in.Role)
 		}
 		err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			role, err := findRole(tx.Clauses(clause.Locking{Strength: "UPDATE"}), in.Role)
+			role, err := findRole(tx.Clauses(clause.Locking{Strength: "UPDATE"}), p, in.Role)
 			if err != nil {
 				return err
 			}
@@ -267,7 +269,7 @@ func (r *Runtime) RoleDelete(ctx context.Context, p Principal, id string) error 
 			return builtInRole(id)
 		}
 		err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			role, err := findRole(tx.Clauses(clause.Locking{Strength: "UPDATE"}), id)
+			role, err := findRole(tx.Clauses(clause.Locking{Strength: "UPDATE"}), p, id)
 			if err != nil {
 				return err
 			}

@@ -70,12 +70,16 @@ func (r *Runtime) SeatCreate(ctx context.Context, p Principal, in SeatInput) (Se
 		}
 		err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			var u models.User
-			if err := tx.First(&u, "id = ? OR email = ?", in.User, strings.ToLower(strings.TrimSpace(in.User))).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+			q := tx.Where("id = ? OR email = ?", in.User, strings.ToLower(strings.TrimSpace(in.User)))
+			if p.TenantID != "" { // a tenant's person seats their own tenant's people only
+				q = q.Where("tenant_id = ?", p.TenantID)
+			}
+			if err := q.First(&u).Error; errors.Is(err, gorm.ErrRecordNotFound) {
 				return notFound("person", in.User)
 			} else if err != nil {
 				return err
 			}
-			role, err := findRole(tx.Clauses(clause.Locking{Strength: "UPDATE"}), in.Role)
+			role, err := findRole(tx.Clauses(clause.Locking{Strength: "UPDATE"}), p, in.Role)
 			if err != nil {
 				return err
 			}
@@ -128,6 +132,9 @@ func (r *Runtime) SeatDelete(ctx context.Context, p Principal, id string) error 
 	return r.run(ctx, p, "Seat.delete", func(a *act) error {
 		err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			snap, err := loadSeat(tx, id)
+			if err == nil && p.TenantID != "" && !r.sameTenant(tx, p, snap.Seat.UserID) {
+				err = notFound("seat", id)
+			}
 			if err != nil {
 				return err
 			}
@@ -189,6 +196,9 @@ func (r *Runtime) SeatList(ctx context.Context, p Principal, f SeatFilter) ([]Se
 		if f.Role != "" {
 			q = q.Where("s.role_id = ? OR ro.name = ?", f.Role, f.Role)
 		}
+		if p.TenantID != "" {
+			q = q.Where("u.tenant_id = ?", p.TenantID)
+		}
 		var rows []struct {
 			models.Seat
 			Email    string
@@ -225,4 +235,11 @@ func (r *Runtime) SeatList(ctx context.Context, p Principal, f SeatFilter) ([]Se
 		return nil
 	})
 	return out, err
+}
+
+// sameTenant reports whether a person belongs to p's tenant.
+func (r *Runtime) sameTenant(tx *gorm.DB, p Principal, userID string) bool {
+	var n int64
+	tx.Model(&models.User{}).Where("id = ? AND tenant_id = ?", userID, p.TenantID).Count(&n)
+	return n == 1
 }

@@ -15,8 +15,9 @@ import (
 // roleWorld: an owner, a member bob with a token, and two vaults of the owner's.
 type roleWorld struct {
 	*env
-	owner, bob string
-	a, b       string // vault ids: customer-a, customer-b
+	ownerBrowser *client
+	owner, bob   string
+	a, b         string // vault ids: customer-a, customer-b
 }
 
 func newRoleWorld(t *testing.T, opts runtime.Options) *roleWorld {
@@ -25,7 +26,7 @@ func newRoleWorld(t *testing.T, opts runtime.Options) *roleWorld {
 	opts.Clock, opts.Log = e.clock, quiet
 	e.serve(runtime.New(modelstest.Open(t), opts))
 	owner := e.owner()
-	w := &roleWorld{env: e, owner: yearToken(owner), bob: yearToken(e.person(owner, "bob@example.com", "member"))}
+	w := &roleWorld{env: e, ownerBrowser: owner, owner: yearToken(owner), bob: yearToken(e.person(owner, "bob@example.com", "member"))}
 	for _, name := range []string{"customer-a", "customer-b"} {
 		var v struct{ ID string }
 		if s := e.api(w.owner, "POST", "/vaults", map[string]any{"name": name}, &v); s != 201 {
@@ -304,4 +305,72 @@ func roleChanges(e *env, token string) []runtime.ChangeView {
 		}
 	}
 	return out
+}
+
+// A tenant's admin makes and sees their own tenant's roles, seats and
+// Changes and nothing of the operator's: another's role or seat is not found.
+func TestTenantRolesAreTheTenants(t *testing.T) {
+	w := newRoleWorld(t, runtime.Options{})
+	var ten struct{ ID string }
+	if s := w.api(w.owner, "POST", "/tenants", map[string]any{"name": "acme"}, &ten); s != 201 {
+		t.Fatalf("Tenant.create: %d", s)
+	}
+	var acmeVault struct{ ID string }
+	if s := w.api(w.owner, "POST", "/vaults", map[string]any{"name": "acme-keys", "tenant": "acme"}, &acmeVault); s != 201 {
+		t.Fatalf("Vault.create in acme: %d", s)
+	}
+	invite := func(email, access string) string {
+		_, page := w.ownerBrowser.submit("/people/invite", url.Values{"email": {email}, "access": {access}, "tenant": {"acme"}})
+		m := inviteLink.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no invitation link:\n%s", page)
+		}
+		b := w.browser()
+		b.post("/invite/"+m[1], url.Values{"password": {password}})
+		return yearToken(b)
+	}
+	admin := invite("admin@acme.example", "admin")
+	invite("ann@acme.example", "member")
+	operatorRole := w.keeperRole(0)
+	w.api(w.owner, "POST", "/seats", map[string]any{"user": "bob@example.com", "role": operatorRole.ID}, nil)
+
+	var roles []runtime.RoleView
+	w.api(admin, "GET", "/roles", nil, &roles)
+	if len(roles) != 4 {
+		t.Fatalf("acme's admin lists roles: %+v", roles)
+	}
+	var p problem
+	if s := w.api(admin, "GET", "/roles/"+operatorRole.ID, nil, &p); s != 404 {
+		t.Fatalf("acme's admin reads the operator's role: %d %+v", s, p)
+	}
+	var mine runtime.RoleView
+	if s := w.api(admin, "POST", "/roles", map[string]any{"name": "Vault keeper", "permissions": []map[string]any{{"verb": "Credential.set", "scope": "vault:" + acmeVault.ID}}}, &mine); s != 201 {
+		t.Fatalf("acme's admin makes a role of the operator's role's name: %d", s)
+	}
+	if s := w.api(admin, "POST", "/roles", map[string]any{"name": "grab", "permissions": []map[string]any{{"verb": "Credential.set", "scope": "vault:" + w.a}}}, &p); s != 403 || p.Code != "missing_permission" {
+		t.Fatalf("acme's admin puts the operator's vault in a role: %d %+v", s, p)
+	}
+	if s := w.api(admin, "POST", "/seats", map[string]any{"user": "bob@example.com", "role": mine.ID}, &p); s != 404 {
+		t.Fatalf("acme's admin seats the operator's person: %d %+v", s, p)
+	}
+	if s := w.api(admin, "POST", "/seats", map[string]any{"user": "ann@acme.example", "role": mine.ID}, nil); s != 201 {
+		t.Fatalf("acme's admin seats ann: %d", s)
+	}
+	var seats []runtime.SeatView
+	w.api(admin, "GET", "/seats", nil, &seats)
+	if len(seats) != 1 || seats[0].Email != "ann@acme.example" {
+		t.Fatalf("acme's admin lists seats: %+v", seats)
+	}
+	w.api(w.owner, "GET", "/seats?user=bob@example.com", nil, &seats)
+	if s := w.api(admin, "DELETE", "/seats/"+seats[0].ID, nil, &p); s != 404 {
+		t.Fatalf("acme's admin unseats bob: %d", s)
+	}
+	changes := roleChanges(w.env, admin)
+	if len(changes) != 2 || changes[0].Kind != "seat.create" || changes[1].Kind != "role.create" || changes[1].By != "admin@acme.example" {
+		t.Fatalf("acme's admin lists Changes: %+v", changes)
+	}
+	ops := roleChanges(w.env, w.owner)
+	if s := w.api(admin, "POST", "/changes/"+ops[len(ops)-1].ID+"/undo", nil, &p); s != 404 {
+		t.Fatalf("acme's admin undoes the operator's change: %d %+v", s, p)
+	}
 }
