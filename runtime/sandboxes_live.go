@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -39,6 +40,7 @@ type LiveOutput struct {
 
 type liveCall struct {
 	sessionID string
+	seq       uint64 // the order execs started in (the clock may stand still)
 	mu        sync.Mutex
 	out       LiveOutput
 	tail      []byte
@@ -49,7 +51,10 @@ type liveCall struct {
 }
 
 // liveCalls are the execs in flight by call id.
-var liveCalls sync.Map // call id → *liveCall
+var (
+	liveCalls sync.Map // call id → *liveCall
+	liveSeq   atomic.Uint64
+)
 
 // liveExec has the exec of call e report its output as it comes; done
 // forgets it (the page drops its panel).
@@ -57,7 +62,7 @@ func (r *Runtime) liveExec(ctx context.Context, e SandboxExec, command string) (
 	if e.CallID == "" {
 		return ctx, func() {}
 	}
-	lc := &liveCall{sessionID: e.SessionID, out: LiveOutput{CallID: e.CallID, Grant: e.Grant.Name,
+	lc := &liveCall{sessionID: e.SessionID, seq: liveSeq.Add(1), out: LiveOutput{CallID: e.CallID, Grant: e.Grant.Name,
 		Command: clipRunes(command, 200), StartedAt: r.now()}}
 	liveCalls.Store(e.CallID, lc)
 	ctx = sandbox.WithOutput(ctx, func(stream string, data []byte) { r.liveChunk(e.CallID, lc, stream, data) })
@@ -142,6 +147,7 @@ func (r *Runtime) SessionLiveOutput(p Principal, sessionID string) []LiveOutput 
 		return nil
 	}
 	var out []LiveOutput
+	var seqs []uint64
 	liveCalls.Range(func(_, v any) bool {
 		lc := v.(*liveCall)
 		if lc.sessionID != sessionID {
@@ -152,11 +158,25 @@ func (r *Runtime) SessionLiveOutput(p Principal, sessionID string) []LiveOutput 
 		o.Text = string(lc.tail)
 		lc.mu.Unlock()
 		out = append(out, o)
+		seqs = append(seqs, lc.seq)
 		return true
 	})
-	sort.Slice(out, func(i, j int) bool { return out[i].StartedAt.Before(out[j].StartedAt) })
+	sort.Sort(bySeq{out, seqs})
 	if len(out) > maxLiveShown {
 		out = out[:maxLiveShown]
 	}
 	return out
+}
+
+// bySeq sorts live outputs by the order their execs started.
+type bySeq struct {
+	out  []LiveOutput
+	seqs []uint64
+}
+
+func (b bySeq) Len() int           { return len(b.out) }
+func (b bySeq) Less(i, j int) bool { return b.seqs[i] < b.seqs[j] }
+func (b bySeq) Swap(i, j int) {
+	b.out[i], b.out[j] = b.out[j], b.out[i]
+	b.seqs[i], b.seqs[j] = b.seqs[j], b.seqs[i]
 }
