@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +154,20 @@ func TestSessionAgentTokenExpires(t *testing.T) {
 	p = problem{}
 	if s := e.api(agent, "GET", "/sessions/"+id, nil, &p); s != 401 || p.Code != "token_expired" || !strings.Contains(p.Detail, "token_expires") {
 		t.Errorf("the agent token past token_expires: %d %+v", s, p)
+	}
+	// The MCP endpoint says the same.
+	req, _ := http.NewRequest("POST", e.srv.URL+"/mcp/sessions/"+id, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer "+agent)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.Contains(string(body), "token_expires") {
+		t.Errorf("the MCP endpoint with the expired agent token: %d %s", resp.StatusCode, body)
 	}
 	if s := e.api(tok, "GET", "/sessions/"+id, nil, &got); s != 200 || got.State != "active" {
 		t.Errorf("the session after its agent token expired: %d %+v", s, got)
