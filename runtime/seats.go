@@ -158,7 +158,7 @@ func (r *Runtime) SeatDelete(ctx context.Context, p Principal, id string) error 
 // seatChanged tells open live pages that who may do what changed, so each
 // re-resolves its person (and ends if refused).
 func (r *Runtime) seatChanged() {
-	r.publish(Event{Kind: "access"})
+	r.publish(Event{Kind: EventAccess})
 }
 
 // loadSeat reads a seat (locked) with its person's email, role's name and rows.

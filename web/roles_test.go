@@ -374,3 +374,49 @@ func TestTenantRolesAreTheTenants(t *testing.T) {
 		t.Fatalf("acme's admin undoes the operator's change: %d %+v", s, p)
 	}
 }
+
+// The console's role forms: a refused form shows the error naming the field
+// and keeps what was typed; a permission is added and removed on the role's
+// page; the Changes page's Undo puts it back.
+func TestRoleConsoleForms(t *testing.T) {
+	w := newRoleWorld(t, runtime.Options{})
+	b := w.ownerBrowser
+	resp, page := b.submit("/roles", url.Values{"name": {"Keeper"}, "verb": {"Vault.get"}, "scope": {"vault:vlt_nowhere"}, "limit_count": {"5"}, "limit_period": {"day"}})
+	if resp.StatusCode != 422 || !strings.Contains(page, "permissions[0].scope") || !strings.Contains(page, `value="Keeper"`) {
+		t.Fatalf("a bad scope on the Roles page: %d\n%s", resp.StatusCode, page)
+	}
+	resp, page = b.submit("/roles", url.Values{"name": {"Keeper"}, "verb": {"Vault.get"}, "scope": {"vault:" + w.a}, "limit_count": {"5"}, "limit_period": {"day"}})
+	if resp.StatusCode != 200 || !strings.Contains(page, "vault:customer-a") || !strings.Contains(page, "5 a day") {
+		t.Fatalf("the role's page after creating it: %d\n%s", resp.StatusCode, page)
+	}
+	var role runtime.RoleView
+	w.api(w.owner, "GET", "/roles/Keeper", nil, &role)
+	_, page = b.submit("/roles/"+role.ID+"/permissions", url.Values{"verb": {"Credential.set", "Credential.list"}, "scope": {"vault:" + w.a}})
+	if strings.Count(page, `data-testid="permission-row"`) != 3 {
+		t.Fatalf("after adding two permissions:\n%s", page)
+	}
+	w.api(w.owner, "GET", "/roles/Keeper", nil, &role)
+	_, page = b.submit("/roles/"+role.ID+"/permissions/"+role.Permissions[0].ID+"/remove", url.Values{})
+	if strings.Count(page, `data-testid="permission-row"`) != 2 {
+		t.Fatalf("after removing one:\n%s", page)
+	}
+	_, page = b.get("/changes")
+	if !strings.Contains(page, "−Credential.list vault:") || !strings.Contains(page, "Undo") {
+		t.Fatalf("the Changes page:\n%s", page)
+	}
+	changes := roleChanges(w.env, w.owner)
+	_, page = b.submit("/changes/"+changes[0].ID+"/undo", url.Values{})
+	if !strings.Contains(page, "Undone: changed role Keeper") || !strings.Contains(page, "undone by owner@example.com") {
+		t.Fatalf("after Undo:\n%s", page)
+	}
+	w.api(w.owner, "GET", "/roles/Keeper", nil, &role)
+	if len(role.Permissions) != 3 {
+		t.Fatalf("after the undo the role holds %+v", role.Permissions)
+	}
+	// A member sees the Roles page without its forms.
+	bob := w.browser()
+	bob.post("/login", url.Values{"email": {"bob@example.com"}, "password": {password}})
+	if _, page = bob.get("/roles"); strings.Contains(page, `data-testid="role-create"`) || !strings.Contains(page, "Keeper") {
+		t.Fatalf("bob's Roles page:\n%s", page)
+	}
+}
