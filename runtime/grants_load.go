@@ -75,23 +75,31 @@ func (r *Runtime) grantsOf(ctx context.Context, p Principal) []Grant {
 	gs, err := r.loadGrants(ctx, p)
 	if err != nil {
 		r.opts.Log.Error("runtime: load grants", "user", p.ID, "err", err)
-		return presetGrants(p.Access, presetScope(p.TenantID))
+		return accessGrants(p.Access, p.TenantID)
 	}
 	r.grantCache.put(key, gen, gs)
 	return gs
 }
 
-func presetScope(tenant string) Scope {
-	if tenant != "" {
-		return Scope{ScopeTenant, tenant}
+// accessGrants are a person's access level as grants: the preset on
+// everything for the operator's people; for a tenant's, the tenant preset
+// (without the operator's own verbs, tenants.go) on their tenant.
+func accessGrants(access, tenant string) []Grant {
+	if tenant == "" {
+		return presetGrants(access, ScopeAll)
 	}
-	return ScopeAll
+	vs := TenantPreset(access)
+	out := make([]Grant, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, Grant{Verb: v, Scope: Scope{ScopeTenant, tenant}, Source: "access:" + access})
+	}
+	return out
 }
 
 // loadGrants reads a person's grants (and a narrowed token's) from the database.
 func (r *Runtime) loadGrants(ctx context.Context, p Principal) ([]Grant, error) {
 	db := r.db.WithContext(ctx)
-	gs := presetGrants(p.Access, presetScope(p.TenantID))
+	gs := accessGrants(p.Access, p.TenantID)
 	var direct []models.Permission
 	if err := db.Where("holder_kind = ? AND holder_id = ?", models.HolderUser, p.ID).Order("created_at, id").Find(&direct).Error; err != nil {
 		return nil, err
