@@ -265,6 +265,7 @@ func (c *Cache) Build(ctx context.Context, name string, o BuildOptions) (*Manife
 		return nil, err
 	}
 	defer unlock()
+	c.removeUnfinished(name, progress)
 	if m, err := c.Manifest(name); err == nil && m != nil && m.Format == imageFormat && !o.Force {
 		if o.UV != "" {
 			return c.addUV(name, m, o.UV, progress)
@@ -285,7 +286,9 @@ func (c *Cache) Build(ctx context.Context, name string, o BuildOptions) (*Manife
 	}
 	defer func() {
 		if tmp != "" {
-			os.RemoveAll(tmp)
+			if err := removeBuild(tmp); err != nil {
+				fmt.Fprintf(progress, "release %s: %v\n", name, err)
+			}
 		}
 	}()
 	root := filepath.Join(tmp, "root")
@@ -297,6 +300,9 @@ func (c *Cache) Build(ctx context.Context, name string, o BuildOptions) (*Manife
 	cmd := exec.CommandContext(ctx, mmdebstrap, args...)
 	pw := &lineWriter{w: progress, prefix: "release " + name + ": "}
 	cmd.Stdout, cmd.Stderr = pw, pw
+	// Stopped, mmdebstrap gets SIGTERM, on which it unmounts what it
+	// mounted in the root; SIGKILL only if it has not ended 10 s later.
+	cmd.Cancel = func() error { return cmd.Process.Signal(unix.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("release %s: mmdebstrap: %w (%s)", name, err, pw.last())
