@@ -146,6 +146,7 @@ func fillFromConfig(f *pages.GrantForm, cfg tools.Config) bool {
 	case tools.KindSandbox:
 		if i := slices.IndexFunc(cfg.Sandboxes, func(g tools.Sandbox) bool { return g.Name == f.Current }); i >= 0 {
 			g := cfg.Sandboxes[i]
+			loadResources(f, g) // grant_resources.go
 			f.Name, f.Release, f.Network, f.Policy = g.Name, g.Environment.Release, g.Network.Type, g.DefaultPolicy
 			f.Volume = g.Volume
 			f.Allow = strings.Join(g.Network.Allow, "\n")
@@ -175,6 +176,7 @@ var builtinLabels = map[string]string{tools.BuiltinAskUser: "ask_user — ask th
 // fillChoices adds the selects' options and blank rule rows.
 func (h *Handlers) fillChoices(c echo.Context, f *pages.GrantForm) {
 	p := principal(c)
+	h.fillCeilings(f)
 	if ch, err := h.RT.GrantChoices(ctx(c), p, f.VersionID, f.Kind, f.Current); err == nil {
 		f.KnownTools = ch.Tools
 		f.Builtins = nil
@@ -282,6 +284,7 @@ func readForm(c echo.Context, f *pages.GrantForm) {
 	f.Origins = c.FormValue("origins")
 	f.NewTools = c.FormValue("new_tools")
 	f.Volume = c.FormValue("volume")
+	readResources(c, f)
 	form, _ := c.FormParams()
 	toolsIn, policies, whens := form["rule_tool"], form["rule_policy"], form["rule_when"]
 	f.Rules = nil
@@ -330,6 +333,7 @@ func grantJSON(f pages.GrantForm) json.RawMessage {
 		if f.Volume != "" && f.Volume != tools.VolumeNone {
 			g["volume"] = f.Volume // none, the default, is left unsaid
 		}
+		addResources(g, f)
 	case tools.KindFn:
 		pkg, ver, _ := strings.Cut(f.Package, "@")
 		origins := []string{}

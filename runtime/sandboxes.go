@@ -11,6 +11,7 @@ import (
 
 	"github.com/subako/subako/runtime/sandbox"
 	"github.com/subako/subako/runtime/sandbox/archive"
+	"github.com/subako/subako/runtime/tools"
 )
 
 // SandboxOptions is what the server hands the runtime to run sandboxes: the
@@ -30,6 +31,9 @@ type SandboxOptions struct {
 	// MinFreeDisk is the free space (bytes) under which the disk of Dir
 	// takes no new sandbox start nor archive (0: 1 GiB; negative: no floor).
 	MinFreeDisk int64
+	// Ceilings bound what a sandbox grant's resources and idle timeout may
+	// ask (zero fields: tools.DefaultSandboxCeilings).
+	Ceilings tools.SandboxCeilings
 	// EgressRootCAs verify the certificates of the hosts a sandbox's network
 	// exit forwards to with a credential (nil: the system's; tests set theirs).
 	EgressRootCAs *x509.CertPool
@@ -48,6 +52,8 @@ type sandboxSet struct {
 
 	accrualMu   sync.Mutex
 	lastAccrual time.Time
+
+	ceilings tools.SandboxCeilings
 
 	exits *exitLog // what the machines' network exits refused and added
 }
@@ -70,7 +76,7 @@ func (r *Runtime) StartSandboxes(ctx context.Context, o SandboxOptions) error {
 	if err := prepareSkillsDir(o.SkillsDir); err != nil {
 		return err
 	}
-	set := &sandboxSet{skillsDir: o.SkillsDir}
+	set := &sandboxSet{skillsDir: o.SkillsDir, ceilings: withCeilings(o.Ceilings)}
 	set.exits = &exitLog{log: r.opts.Log.Warn}
 	mgr, err := sandbox.NewManager(sandbox.Config{
 		Driver: &egressDriver{Driver: o.Driver, log: r.opts.Log, rt: r, exits: set.exits, rootCAs: o.EgressRootCAs, resolver: o.EgressResolver}, Archives: o.Archives, Store: sandboxStore{r.db},

@@ -24,6 +24,7 @@ func (r *Runtime) runSandbox(ctx context.Context, e SandboxExec) (json.RawMessag
 		return nil, err
 	}
 	key := sandbox.Key{SessionID: e.SessionID, Grant: e.Grant.Name, Release: e.Grant.Environment.Release, Network: e.Grant.Network.Type}
+	r.grantResources(e.Grant, &key)
 	ctx = r.withExit(ctx, e, &key) // sandboxes_exit.go
 	vol := r.sandboxVolume(ctx, e, &key)
 	ctx, liveDone := r.liveExec(ctx, e, req.Command) // output as it happens (sandboxes_live.go)

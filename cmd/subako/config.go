@@ -34,6 +34,7 @@ type Config struct {
 	// MinFreeDisk is the data disk's floor: under it no sandbox starts and
 	// no archive is written or uploaded.
 	MinFreeDisk     byteSize
+	SandboxCeilings sandboxCeilings
 	ApprovalTimeout time.Duration
 	// PermissionDecay: days a seat's permission may go unused before the
 	// nightly decay removes it, for roles without their own (0: off).
@@ -85,6 +86,7 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.Var(&c.SandboxDisk, "sandbox-disk", "size of each sandbox's /workspace (e.g. 2GiB); writing past it fails inside with ENOSPC")
 	c.SandboxTmp = 512 << 20
 	fs.Var(&c.SandboxTmp, "sandbox-tmp", "size of each sandbox's /tmp and of its /dev/shm (tmpfs, in memory, charged to its memory limit)")
+	bindSandboxCeilings(fs, &c.SandboxCeilings)
 	c.MinFreeDisk = 1 << 30
 	fs.Var(&c.MinFreeDisk, "min-free-disk", "free space the data disk keeps (e.g. 1GiB): under it no sandbox starts, no archive is written or uploaded, and no file is written to a volume")
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", 24*time.Hour, "time before a pending approval expires")
@@ -157,6 +159,9 @@ func (c *Config) validate() error {
 	}
 	if c.PermissionDecay < 0 || c.PermissionDecay > runtime.MaxDecayDays {
 		return fmt.Errorf("--permission-decay must be from 0 (off) to %d days, not %d", runtime.MaxDecayDays, c.PermissionDecay)
+	}
+	if err := c.SandboxCeilings.validate(); err != nil {
+		return err
 	}
 	if err := c.Limits.validate(); err != nil {
 		return err

@@ -47,7 +47,7 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 		err = rt.StartSandboxes(ctx, runtime.SandboxOptions{Driver: driver, Archives: archives,
 			Dir: filepath.Join(data, "sandboxes"), SkillsDir: filepath.Join(data, "sandbox-skills"),
 			IdleTimeout: c.SandboxIdleTimeout, RetireAfter: c.SandboxRetireAfter, Limits: sandboxLimits,
-			MaxRunning: c.MaxSandboxes, MinFreeDisk: int64(c.MinFreeDisk)})
+			MaxRunning: c.MaxSandboxes, MinFreeDisk: int64(c.MinFreeDisk), Ceilings: c.SandboxCeilings.tools()})
 	}
 	if err != nil {
 		log.Error("sandboxes are off: they could not start", "err", err)
