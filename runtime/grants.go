@@ -185,6 +185,10 @@ func AllVerbs() []string {
 // presetGrants are an access level's permissions as grants in scope.
 func presetGrants(access string, scope Scope) []Grant {
 	vs := presets[access]
+	if scope.Kind == ScopeTenant {
+		// A tenant's person: the level without the operator's verbs (tenants.go).
+		vs = TenantPreset(access)
+	}
 	out := make([]Grant, 0, len(vs))
 	for _, v := range vs {
 		out = append(out, Grant{Verb: v, Scope: scope, Source: "access:" + access})

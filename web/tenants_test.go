@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime/oauth/oauthtest"
 )
 
 // tenantSide is one tenant as the tests see it: its admin, a vault and a
@@ -102,16 +103,16 @@ func (w *tenantWorld) fillVault(token, vault string) {
 
 // tenantPerson invites someone into a tenant through the People page's
 // tenant picker and returns their signed-in browser.
-func (w *tenantWorld) tenantPerson(owner *client, email, access, tenant string) *client {
-	w.t.Helper()
+func (e *env) tenantPerson(owner *client, email, access, tenant string) *client {
+	e.t.Helper()
 	_, page := owner.submit("/people/invite", url.Values{"email": {email}, "access": {access}, "tenant": {tenant}})
 	m := inviteLink.FindStringSubmatch(page)
 	if m == nil {
-		w.t.Fatalf("no invitation link on the People page:\n%s", page)
+		e.t.Fatalf("no invitation link on the People page:\n%s", page)
 	}
-	b := w.browser()
+	b := e.browser()
 	if resp, _ := b.post("/invite/"+m[1], url.Values{"password": {password}}); resp.StatusCode != http.StatusSeeOther {
-		w.t.Fatalf("accepting the invitation answered %d", resp.StatusCode)
+		e.t.Fatalf("accepting the invitation answered %d", resp.StatusCode)
 	}
 	return b
 }
@@ -455,5 +456,94 @@ func TestBrowserTenantSeesOnlyItsSessionsAndApprovals(t *testing.T) {
 	steps(t, ctx, "approve", chromedp.Click(css(`[data-testid=approval-approve]`)), chromedp.WaitVisible(css(`[data-testid=flash]`)))
 	if c := receiveCall(t, waiting); c.Status != "succeeded" {
 		t.Fatalf("the approved call returned %+v", c)
+	}
+}
+
+// TestTenantAdminConnectsTheirVaultWithOAuth is issue 17 item 1's last
+// sentence: a customer's admin connects their own tenant's vault with OAuth
+// (registration, PKCE, the callback bound to their browser session), and
+// their tenant's session calls the protected MCP server with it.
+func TestTenantAdminConnectsTheirVaultWithOAuth(t *testing.T) {
+	w := newOAuthWorld(t, oauthtest.Options{})
+	version := w.publish(secureConfig)
+	if st := w.api(w.owner, "POST", "/tenants", map[string]any{"name": "acme"}, nil); st != 201 {
+		t.Fatalf("Tenant.create: %d", st)
+	}
+	var v struct{ ID string }
+	if st := w.api(w.owner, "POST", "/vaults", map[string]any{"name": "acme-oauth", "tenant": "acme"}, &v); st != 201 {
+		t.Fatalf("Vault.create in acme: %d", st)
+	}
+	operatorVault := w.vault
+	w.vault = v.ID // startConnect posts to w.vault
+	admin := w.tenantPerson(w.browser, "admin@acme.example", "admin", "acme")
+
+	// The operator's vault cannot be connected by acme's admin: it does not exist to them.
+	resp, _ := admin.post("/vaults/"+operatorVault+"/oauth/connect", url.Values{"prefix": {w.as.MCPURL}})
+	if resp.StatusCode == http.StatusSeeOther {
+		_, page := admin.get(resp.Header.Get("Location"))
+		if m := flashText.FindAllStringSubmatch(page, -1); m == nil || !strings.Contains(strings.ToLower(m[len(m)-1][1]), "no vault") {
+			t.Fatalf("connecting the operator's vault as acme's admin: flash %q", m)
+		}
+	} else if resp.StatusCode != 404 {
+		t.Fatalf("connecting the operator's vault as acme's admin answered %d", resp.StatusCode)
+	}
+
+	back := w.approveHTTP(w.startConnect(admin, "", ""))
+	resp, _ = admin.get(strings.TrimPrefix(back, w.srv.URL))
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/vaults/"+v.ID {
+		t.Fatalf("the callback for acme's admin answered %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	_, page := admin.get("/vaults/" + v.ID)
+	if got := credentialStatus(page); !strings.Contains(got, "connected") {
+		t.Fatalf("acme's admin's vault page reads %q after connecting", got)
+	}
+	var s session
+	if st := w.api(w.owner, "POST", "/sessions", map[string]any{"version": version, "vaults": []string{v.ID}, "title": "acme oauth", "tenant": "acme"}, &s); st != 201 {
+		t.Fatalf("Session.create in acme: %d", st)
+	}
+	if c := w.callTool(s, "mcp__secure__whoami", map[string]any{}); c.Status != "succeeded" || !strings.Contains(string(c.Output), "alice") {
+		t.Fatalf("whoami through acme's OAuth credential: %+v %s", c, c.Output)
+	}
+	w.searchSecrets()
+}
+
+// TestTenantPersonHoldsNoOperatorVerbs: a tenant's admin's preset leaves out
+// runtime.OperatorOnlyVerbs (agents, versions, skills, functions, channels,
+// tenants, naming owners).
+func TestTenantPersonHoldsNoOperatorVerbs(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	tok := owner.token()
+	if st := e.api(tok, "POST", "/tenants", map[string]any{"name": "acme"}, nil); st != 201 {
+		t.Fatalf("Tenant.create: %d", st)
+	}
+	admin := e.tenantPerson(owner, "admin@acme.example", "admin", "acme").token()
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/agents", map[string]any{"name": "sneaky"}},
+		{"POST", "/skills", map[string]any{"name": "sneaky"}},
+		{"POST", "/tenants", map[string]any{"name": "globex"}},
+		{"POST", "/channels", map[string]any{"name": "x", "kind": "webhook", "url": "https://example.com/hook"}},
+		{"PATCH", "/tenants/acme", map[string]any{"name": "acme-corp"}},
+		{"POST", "/users", map[string]any{"email": "boss@acme.example", "access": "owner"}},
+	} {
+		var p problem
+		if st := e.api(admin, c.method, c.path, c.body, &p); st < 400 || st == 422 && p.Field != "access" {
+			t.Errorf("%s %s by acme's admin answered %d %+v", c.method, c.path, st, p)
+		}
+	}
+	var p problem
+	if st := e.api(admin, "GET", "/agents", nil, &p); st != 403 || p.MissingPermission != "Agent.list" {
+		t.Errorf("acme's admin lists agents: %d %+v", st, p)
+	}
+	// What they do hold: their tenant, their people.
+	var tv struct{ Name string }
+	if st := e.api(admin, "GET", "/tenants/acme", nil, &tv); st != 200 || tv.Name != "acme" {
+		t.Fatalf("Tenant.get of their own tenant: %d %+v", st, tv)
+	}
+	if st := e.api(admin, "POST", "/users", map[string]any{"email": "member@acme.example", "access": "member"}, nil); st != 201 {
+		t.Fatalf("User.invite into their tenant: %d", st)
 	}
 }
