@@ -111,13 +111,17 @@ func (m *Manager) nextSuspension(self *box) time.Duration {
 		}
 	}
 	m.mu.Unlock()
-	soonest := m.cfg.IdleTimeout
+	soonest, idle := m.cfg.IdleTimeout, false
 	for _, b := range boxes {
 		if !b.mu.TryLock() {
 			continue
 		}
 		if b.machine != nil && b.active == 0 {
-			soonest = min(soonest, b.rec.LastActiveAt.Add(m.cfg.IdleTimeout).Sub(m.now()))
+			// Each sandbox's own idle timeout (its grant's), not the default.
+			at := b.rec.LastActiveAt.Add(m.idleTimeout(b)).Sub(m.now())
+			if !idle || at < soonest {
+				soonest, idle = at, true
+			}
 		}
 		b.mu.Unlock()
 	}
