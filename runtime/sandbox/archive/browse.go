@@ -23,6 +23,9 @@ func Browse(ctx context.Context, store Store, id string, visit func(name string,
 		return err
 	}
 	defer rc.Close()
+	// The deadline holds inside an entry too: skipping a large file
+	// decompresses all of it, which the check between entries never sees.
+	defer context.AfterFunc(ctx, func() { rc.Close() })()
 	zr, err := gzip.NewReader(rc)
 	if err != nil {
 		return fmt.Errorf("archive: not a gzip archive: %w", err)
@@ -34,8 +37,11 @@ func Browse(ctx context.Context, store Store, id string, visit func(name string,
 			return err
 		}
 		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) && ctx.Err() == nil {
 			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		if err != nil {
 			return fmt.Errorf("archive: read: %w", err)
