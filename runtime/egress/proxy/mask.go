@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"io"
+	"net/http"
+	"strings"
 )
 
 // maskReader is body with every occurrence of each secret overwritten by as
@@ -71,3 +73,26 @@ func (m *masker) mask() {
 }
 
 func (m *masker) Close() error { return m.body.Close() }
+
+// maskHeader overwrites each secret in an answer's header values, as
+// maskReader does in its body.
+func maskHeader(h http.Header, secrets []string) {
+	for _, vs := range h {
+		for i, v := range vs {
+			for _, s := range secrets {
+				if len(s) >= 4 {
+					v = strings.ReplaceAll(v, s, strings.Repeat("*", len(s)))
+				}
+			}
+			vs[i] = v
+		}
+	}
+}
+
+// clip is s cut to n bytes, for an error naming what a host sent.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

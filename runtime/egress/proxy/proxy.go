@@ -554,7 +554,18 @@ func (p *Proxy) forward(w io.Writer, req *http.Request, scheme, hostport string)
 	defer resp.Body.Close()
 	if attach != nil {
 		p.log(Event{Kind: EventCredential, Host: host, Detail: out.Method + " " + scheme + "://" + hostport + out.URL.Path})
+		// An answer the exit cannot read as sent (encoded other than the
+		// gzip the transport asked for and undid) could carry the
+		// credential past the mask: refused. Its header is masked like its
+		// body, and its trailers (read after the body) are dropped.
+		if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+			writeError(w, http.StatusBadGateway, "subako egress: "+host+" answered encoded as "+clip(ce, 40)+
+				" without being asked: an answer to a request with a credential added must be plain or gzip, so the exit can keep the credential out of it")
+			return false
+		}
+		resp.Trailer = nil
 		if len(secrets) > 0 {
+			maskHeader(resp.Header, secrets)
 			resp.Body = maskReader(resp.Body, secrets)
 		}
 	}
