@@ -164,3 +164,43 @@ func TestVaultPermissionGivenTakesEffectAtOnce(t *testing.T) {
 	_, err = rt.SessionCreate(ctx, bob, runtime.SessionCreateInput{Version: version, Vaults: []string{vault.ID}})
 	wantMissing(t, "bind after removal", err, "Vault.use vault:customer-a")
 }
+
+// A seat's role permissions count for its person, each until it is removed
+// from the seat or the seat goes; each use is stamped on the seat's row.
+func TestSeatGrantsVaultUseUntilRemoved(t *testing.T) {
+	rt, db, _, _, bob, vault, version := vaultWorld(t)
+	ctx := t.Context()
+	now := vault.CreatedAt
+	role := models.Role{ID: "role_test", Name: "Billing", CreatedAt: now, UpdatedAt: now}
+	perm := models.Permission{ID: "perm_test_role", HolderKind: models.HolderRole, HolderID: role.ID, Verb: "Vault.use", Scope: "vault:" + vault.ID, CreatedAt: now}
+	seat := models.Seat{ID: "seat_test", UserID: bob.ID, RoleID: role.ID, CreatedAt: now}
+	for _, row := range []any{&role, &perm, &seat} {
+		if err := db.Create(row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rt.SessionCreate(ctx, bob, runtime.SessionCreateInput{Version: version, Vaults: []string{vault.ID}}); err != nil {
+		t.Fatalf("bob seated in Billing binds the vault: %v", err)
+	}
+	var sp models.SeatPermission
+	if err := db.First(&sp, "seat_id = ? AND permission_id = ?", seat.ID, perm.ID).Error; err != nil || sp.LastUsedAt == nil {
+		t.Errorf("the seat's use was not stamped: %+v %v", sp, err)
+	}
+	removed := now
+	if err := db.Model(&models.SeatPermission{}).Where("seat_id = ? AND permission_id = ?", seat.ID, perm.ID).Update("removed_at", &removed).Error; err != nil {
+		t.Fatal(err)
+	}
+	_, err := rt.SessionCreate(ctx, bob, runtime.SessionCreateInput{Version: version, Vaults: []string{vault.ID}})
+	wantMissing(t, "after the permission was removed from the seat", err, "Vault.use vault:customer-a")
+	if err := db.Model(&models.SeatPermission{}).Where("seat_id = ?", seat.ID).Update("removed_at", nil).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.SessionCreate(ctx, bob, runtime.SessionCreateInput{Version: version, Vaults: []string{vault.ID}}); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+	if err := db.Delete(&models.Seat{}, "id = ?", seat.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	_, err = rt.SessionCreate(ctx, bob, runtime.SessionCreateInput{Version: version, Vaults: []string{vault.ID}})
+	wantMissing(t, "unseated", err, "Vault.use vault:customer-a")
+}
