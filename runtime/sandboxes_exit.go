@@ -282,14 +282,68 @@ type exitLog struct {
 	mu   sync.Mutex
 	byID map[string][]ExitEventView
 	log  func(msg string, args ...any)
+	// logged is each sandbox's server log lines in the current minute: a
+	// sandbox that loops on refused requests writes at most
+	// maxExitLogLines a minute, then one line saying how many it left out.
+	logged map[string]*exitLogWindow
+}
+
+type exitLogWindow struct {
+	start   time.Time
+	lines   int
+	skipped int
+}
+
+// Bounds of what one refusal costs: its host and detail as kept and
+// logged (a host can be a 64 KiB header's worth), and the server log
+// lines a sandbox writes a minute.
+const (
+	maxExitHost     = 253
+	maxExitDetail   = 512
+	maxExitLogLines = 20
+)
+
+func clipExit(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return clipRunes(s, n)
+}
+
+// logRefusal writes a refusal to the server log within the sandbox's
+// minute's lines; l.mu is held.
+func (l *exitLog) logRefusal(id string, e proxy.Event, now time.Time) {
+	if l.log == nil || e.Kind == proxy.EventCredential {
+		return
+	}
+	if l.logged == nil {
+		l.logged = map[string]*exitLogWindow{}
+	}
+	w := l.logged[id]
+	if w == nil || now.Sub(w.start) >= time.Minute || now.Before(w.start) {
+		if w != nil && w.skipped > 0 {
+			l.log("sandbox: network exit refused more than this log shows", "sandbox", id, "left_out", w.skipped,
+				"per_minute", maxExitLogLines)
+		}
+		if w == nil && len(l.logged) >= maxExitSandboxes {
+			clear(l.logged)
+		}
+		w = &exitLogWindow{start: now}
+		l.logged[id] = w
+	}
+	if w.lines >= maxExitLogLines {
+		w.skipped++
+		return
+	}
+	w.lines++
+	l.log("sandbox: network exit refused", "sandbox", id, "kind", e.Kind, "host", e.Host, "detail", e.Detail)
 }
 
 func (l *exitLog) add(id string, e proxy.Event, now time.Time) {
-	if l.log != nil && e.Kind != proxy.EventCredential {
-		l.log("sandbox: network exit refused", "sandbox", id, "kind", e.Kind, "host", e.Host, "detail", e.Detail)
-	}
+	e.Host, e.Detail = clipExit(e.Host, maxExitHost), clipExit(e.Detail, maxExitDetail)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.logRefusal(id, e, now)
 	if l.byID == nil {
 		l.byID = map[string][]ExitEventView{}
 	}
