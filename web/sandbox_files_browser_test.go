@@ -24,13 +24,8 @@ func TestBrowserSandboxesTabBrowsesDownloadsAndUploadsFiles(t *testing.T) {
 	}
 	ctx := browserCtx(t)
 	run := func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); steps(t, ctx, what, a...) }
-	run("sign in and open the sandbox's files",
-		chromedp.Navigate(w.srv.URL+"/login"),
-		chromedp.WaitVisible(css(`[data-testid=login-email]`)),
-		chromedp.SendKeys(css(`[data-testid=login-email]`), "owner@example.com"),
-		chromedp.SendKeys(css(`[data-testid=login-password]`), password),
-		chromedp.Click(css(`[data-testid=login-submit]`)),
-		chromedp.WaitVisible(css(`[data-testid=dashboard]`)),
+	run("sign in", ownerSignIn(w.srv.URL)...)
+	run("open the sandbox's files",
 		chromedp.Navigate(w.srv.URL+"/sessions/"+s.ID+"/sandboxes"),
 		chromedp.WaitVisible(css(`[data-testid=sandbox-files-open]`)),
 		chromedp.Click(css(`[data-testid=sandbox-files-open]`)),
