@@ -128,6 +128,7 @@ type Cache struct {
 
 	mu       sync.Mutex
 	building map[string]*sync.Mutex
+	flights  map[string]*flight // first-use builds running (buildOnce)
 }
 
 // ErrUnknown is returned for a release no Definition names.
@@ -168,7 +169,7 @@ func (c *Cache) Root(ctx context.Context, name string, progress io.Writer) (stri
 	if m != nil && m.Format == imageFormat {
 		return filepath.Join(c.dir(name), "root"), c.checkOwner(name)
 	}
-	if _, err := c.Build(ctx, name, BuildOptions{Progress: progress}); err != nil {
+	if err := c.buildOnce(ctx, name, progress); err != nil {
 		return "", err
 	}
 	return filepath.Join(c.dir(name), "root"), nil
