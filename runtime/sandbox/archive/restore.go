@@ -83,6 +83,11 @@ func (u *unpacker) entry(hdr *tar.Header, r io.Reader) error {
 	if u.links[name] {
 		return fmt.Errorf("archive: entry %q: would write through the symlink of the same name", hdr.Name)
 	}
+	if u.files[name] {
+		// The last copy would win here, the first where the archive is
+		// read in place (Sandbox.readFile): one name, one content.
+		return fmt.Errorf("archive: entry %q: names a file the archive already holds", hdr.Name)
+	}
 	for p := path.Dir(name); p != "."; p = path.Dir(p) {
 		if u.links[p] {
 			return fmt.Errorf("archive: entry %q: lies beneath the symlink %q", hdr.Name, p)
@@ -160,5 +165,9 @@ func (u *unpacker) hardlink(name string, hdr *tar.Header) error {
 	if err := u.root.MkdirAll(path.Dir(name), 0o755); err != nil {
 		return err
 	}
-	return u.root.Link(target, name)
+	if err := u.root.Link(target, name); err != nil {
+		return err
+	}
+	u.files[name] = true
+	return nil
 }
