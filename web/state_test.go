@@ -199,7 +199,7 @@ func TestConfirmationsNameTheThing(t *testing.T) {
 		{"/versions/" + draft.ID, "Remove the MCP server grant `everything`?"},
 		{"/agents/" + w.agent, "Delete the agent support and all its versions?"},
 		{"/vaults/" + w.vault, "Delete the vault customer-a and all its credentials?"},
-		{"/tokens", "Revoke the token test? Whatever uses it stops working at once."},
+		{"/tokens", "Revoke the token test? Whatever uses it stops working at once, and so do the tokens made with it."},
 	}
 	for _, c := range cases {
 		if page := mustGet(owner, c.path); !strings.Contains(html.UnescapeString(page), `data-confirm="`+c.confirm) {
