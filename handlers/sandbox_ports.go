@@ -142,9 +142,12 @@ func (h *Handlers) PreviewPort(c echo.Context) error {
 			}
 			previewHeaders(kept)
 			resp.Header = kept
-			resp.Trailer = nil // no Set-Cookie in a trailer either
+			// No Set-Cookie in a trailer either: the transport fills
+			// resp.Trailer again when the body ends, so capBody empties it
+			// then, before the proxy copies it to the browser.
+			resp.Trailer = nil
 			if resp.StatusCode != http.StatusSwitchingProtocols {
-				resp.Body = &capBody{ReadCloser: resp.Body, left: previewMaxBody}
+				resp.Body = &capBody{ReadCloser: resp.Body, left: previewMaxBody, resp: resp}
 			}
 			return nil
 		},
@@ -222,10 +225,12 @@ func previewError(c echo.Context, err error) error {
 	return c.HTML(status, body)
 }
 
-// capBody ends an answer at previewMaxBody bytes.
+// capBody ends an answer at previewMaxBody bytes, and drops the trailer
+// the transport reads at its end.
 type capBody struct {
 	io.ReadCloser
 	left int64
+	resp *http.Response
 }
 
 func (b *capBody) Read(p []byte) (int, error) {
@@ -237,5 +242,8 @@ func (b *capBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
+	if err != nil && b.resp != nil {
+		b.resp.Trailer = nil
+	}
 	return n, err
 }
