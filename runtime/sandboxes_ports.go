@@ -65,7 +65,7 @@ func clipText(s string, n int) string {
 // sandboxNotRunning is the answer for a port of a sandbox that is not running.
 func sandboxNotRunning(id, state string) *Error {
 	return conflict("sandbox_not_running", fmt.Sprintf("sandbox %s is %s: servers started in it ended with its machine. "+
-		"Run the server again with an exec (it is served while that exec runs), then open the preview.", id, state))
+		"Run the server again with an exec with background: true (it runs until killed or the sandbox suspends), then open the preview.", id, state))
 }
 
 // SandboxPortOpen is Sandbox.port: one open of a port's preview, an Action.
@@ -162,7 +162,7 @@ func (r *Runtime) SandboxPortDial(ctx context.Context, t PreviewTarget) (net.Con
 		return nil, sandboxNotRunning(t.Sandbox, "not running")
 	case errors.As(err, &pe):
 		return nil, &Error{Kind: KindConflict, Code: "port_closed", Title: "Nothing listens on this port",
-			Detail: fmt.Sprintf("nothing answers on port %d inside sandbox %s: start the server with an exec (it is served while that exec runs)", t.Port, t.Sandbox)}
+			Detail: fmt.Sprintf("nothing answers on port %d inside sandbox %s: start the server with an exec with background: true (it runs until killed or the sandbox suspends)", t.Port, t.Sandbox)}
 	}
 	return conn, err
 }

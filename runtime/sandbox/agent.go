@@ -70,6 +70,16 @@ type agent struct {
 	wg      sync.WaitGroup
 	baseEnv []string
 	streams streamTable // forwarded ports (agent_ports.go)
+	jobs    jobTable    // background jobs (agent_jobs.go)
+}
+
+// run answers one exec frame: a command, or a background job's start, read
+// or kill.
+func (a *agent) run(ctx context.Context, f frame) (ExecResult, error) {
+	if isJobRequest(*f.Exec) {
+		return a.runJob(ctx, *f.Exec)
+	}
+	return runCommand(a.liveContext(ctx, f), *f.Exec, a.baseEnv)
 }
 
 func (a *agent) send(f frame) error {
@@ -90,7 +100,7 @@ func (a *agent) start(f frame) {
 		reply := frame{Type: frameResult, ID: f.ID}
 		if f.Exec == nil {
 			reply.Error = "exec frame without a request"
-		} else if res, err := runCommand(a.liveContext(ctx, f), *f.Exec, a.baseEnv); err != nil {
+		} else if res, err := a.run(ctx, f); err != nil {
 			reply.Error = err.Error()
 			var fe *FieldError
 			if errors.As(err, &fe) {
@@ -122,6 +132,7 @@ func (a *agent) stopAll() {
 	}
 	a.mu.Unlock()
 	a.wg.Wait()
+	a.jobs.killAll()
 }
 
 // agentBaseEnv is the environment every command starts from: what the driver

@@ -31,6 +31,11 @@ type ExecRequest struct {
 	Env         map[string]string `json:"env,omitempty"`
 	Stdin       string            `json:"stdin,omitempty"`
 	TimeoutSecs int               `json:"timeout_secs,omitempty"`
+	// Background starts the command as a job that outlives this exec
+	// (agent_jobs.go); Job reads a job's output and status, KillJob ends one.
+	Background bool   `json:"background,omitempty"`
+	Job        string `json:"job,omitempty"`
+	KillJob    string `json:"kill_job,omitempty"`
 }
 
 // ExecResult is what the model gets back. Stdout and Stderr hold at most
@@ -45,6 +50,10 @@ type ExecResult struct {
 	StderrTruncated bool   `json:"stderr_truncated"`
 	TimedOut        bool   `json:"timed_out"`
 	DurationMs      int64  `json:"duration_ms"`
+	// Job and JobStatus ("running", "exited", "killed") answer a background
+	// exec and a read or kill of its job.
+	Job       string `json:"job,omitempty"`
+	JobStatus string `json:"job_status,omitempty"`
 }
 
 // FieldError is a user-caused error about one input field; Field is the JSON
@@ -62,6 +71,9 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // an empty Cwd are valid: WithDefaults fills them in.
 func (r ExecRequest) Validate() error {
 	var errs []error
+	if r.Job != "" || r.KillJob != "" {
+		return validateJobRef(r)
+	}
 	switch n := utf8.RuneCountInString(r.Command); {
 	case strings.TrimSpace(r.Command) == "":
 		errs = append(errs, &FieldError{"command", "is required"})

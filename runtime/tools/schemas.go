@@ -30,7 +30,7 @@ var execSchema = json.RawMessage(fmt.Sprintf(`{
   "type": "object",
   "properties": {
     "command": {"type": "string", "minLength": 1, "maxLength": %d,
-      "description": "The shell command to run through sh -c, so pipes and && work. Up to 8,192 characters."},
+      "description": "The shell command to run through sh -c, so pipes and && work. Up to 8,192 characters. Required unless job or kill_job is given."},
     "cwd": {"type": "string", "default": "/workspace",
       "description": "Where to run it. /workspace by default."},
     "env": {"type": "object", "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
@@ -39,9 +39,14 @@ var execSchema = json.RawMessage(fmt.Sprintf(`{
     "stdin": {"type": "string", "maxLength": %d,
       "description": "Text to feed the command on standard input, up to 1 MiB."},
     "timeout_secs": {"type": "integer", "minimum": 1, "maximum": %d, "default": %d,
-      "description": "Seconds before the command is stopped: 300 by default, up to 3,600."}
+      "description": "Seconds before the command is stopped: 300 by default, up to 3,600. A background job runs until it ends, is killed or the sandbox suspends unless this is given."},
+    "background": {"type": "boolean", "default": false,
+      "description": "Start the command as a background job (a dev server, a watcher) and answer at once with its job id and what it printed in its first second. At most 4 run at once per sandbox; they end when the sandbox suspends or stops, and do not keep it awake."},
+    "job": {"type": "string",
+      "description": "Instead of command: a background job's id, to read its status (running, exited, killed), exit code and output (the first and last 32 KiB of each stream)."},
+    "kill_job": {"type": "string",
+      "description": "Instead of command: a background job's id, to end it and everything it started."}
   },
-  "required": ["command"],
   "additionalProperties": false
 }`, MaxCommandLength, MaxStdinBytes, MaxTimeoutSecs, DefaultTimeoutSecs))
 

@@ -23,7 +23,12 @@ func TestFixedToolSchemas(t *testing.T) {
 	}{
 		{"exec: command only", exec, `{"command": "go test ./..."}`, true},
 		{"exec: every argument", exec, `{"command": "cat", "cwd": "/workspace/app", "env": {"CI": "1", "_X": ""}, "stdin": "hi", "timeout_secs": 3600}`, true},
-		{"exec: no command", exec, `{"cwd": "/workspace"}`, false},
+		// command is not required by the schema since job and kill_job
+		// stand instead of it; the executor refuses an exec with neither.
+		{"exec: background job", exec, `{"command": "python3 -m http.server", "background": true}`, true},
+		{"exec: read a job", exec, `{"job": "job_0a1b2c3d"}`, true},
+		{"exec: kill a job", exec, `{"kill_job": "job_0a1b2c3d"}`, true},
+		{"exec: background not a boolean", exec, `{"command": "ls", "background": "yes"}`, false},
 		{"exec: empty command", exec, `{"command": ""}`, false},
 		{"exec: 8,192-character command", exec, `{"command": "` + strings.Repeat("x", 8192) + `"}`, true},
 		{"exec: 8,193-character command", exec, `{"command": "` + strings.Repeat("x", 8193) + `"}`, false},
