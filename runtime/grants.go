@@ -83,7 +83,11 @@ func (l Limit) IsZero() bool {
 func (l Limit) String() string {
 	var parts []string
 	if l.Count > 0 {
-		parts = append(parts, fmt.Sprintf("%d a %s", l.Count, l.Period))
+		article := "a"
+		if l.Period == "hour" {
+			article = "an"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s %s", l.Count, article, l.Period))
 	}
 	if l.Field != "" {
 		parts = append(parts, fmt.Sprintf("%s in %s", l.Field, strings.Join(l.Values, ", ")))

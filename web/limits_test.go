@@ -40,11 +40,11 @@ func TestLimitReachedAnswers429AndShowsOnTheAuditPage(t *testing.T) {
 	}
 	var p problem
 	e.api(tok, "POST", "/agents", map[string]any{"name": "third"}, &p)
-	if p.Code != "limit_reached" || !strings.Contains(p.Detail, "Agent.create * (direct; 1 a hour)") || !strings.Contains(p.Detail, "resets at") {
+	if p.Code != "limit_reached" || !strings.Contains(p.Detail, "Agent.create * (direct; 1 an hour)") || !strings.Contains(p.Detail, "resets at") {
 		t.Errorf("the refusal: %+v", p)
 	}
 	_, page := owner.get("/audit")
-	if !strings.Contains(page, "limit reached: Agent.create * (direct; 1 a hour)") {
+	if !strings.Contains(page, "limit reached: Agent.create * (direct; 1 an hour)") {
 		t.Errorf("the Audit page does not show the limit refusal")
 	}
 }
