@@ -17,7 +17,10 @@ import (
 // token too). Read through a cache that the auth generation (authcache.go)
 // empties on any write to who may do what.
 
-// grantCache remembers a principal's grants for one auth generation.
+// grantCache remembers a principal's grants for one auth generation, and at
+// most authCacheTTL: another replica's writes do not move this one's
+// generation, so an unseated person is refused there within that bound too
+// (as a token revoked elsewhere is, authcache.go).
 type grantCache struct {
 	mu      sync.Mutex
 	entries map[string]grantEntry
@@ -27,6 +30,7 @@ type grantCache struct {
 
 type grantEntry struct {
 	gen    uint64
+	until  time.Time
 	grants []Grant
 }
 
@@ -36,7 +40,7 @@ func (c *grantCache) get(key string, gen uint64) ([]Grant, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
-	if !ok || e.gen != gen {
+	if !ok || e.gen != gen || !time.Now().Before(e.until) {
 		return nil, false
 	}
 	return e.grants, true
@@ -48,7 +52,7 @@ func (c *grantCache) put(key string, gen uint64, gs []Grant) {
 	if c.entries == nil || len(c.entries) >= grantCacheSize {
 		c.entries = make(map[string]grantEntry, 64)
 	}
-	c.entries[key] = grantEntry{gen: gen, grants: gs}
+	c.entries[key] = grantEntry{gen: gen, until: time.Now().Add(authCacheTTL), grants: gs}
 }
 
 // sessionGrants are a session token's verbs. Its own session is enforced by

@@ -1,0 +1,69 @@
+package runtime
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subako/subako/models"
+)
+
+// Hostile review of issue 13's permissions: each test is one defect found.
+
+// seatedViewer makes a viewer seated (directly in the database) in a role
+// holding perms, and returns them as they act.
+func seatedViewer(t *testing.T, w *limitWorld, email string, perms ...models.Permission) (Principal, models.Seat) {
+	t.Helper()
+	ctx, rt := t.Context(), w.rts[0]
+	if _, _, err := rt.UserCreate(ctx, System, email, AccessViewer, "correct-horse-battery"); err != nil {
+		t.Fatal(err)
+	}
+	var u models.User
+	if err := w.db.First(&u, "email = ?", email).Error; err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	role := models.Role{ID: newID("role"), Name: "role-of-" + strings.Split(email, "@")[0], CreatedAt: now, UpdatedAt: now}
+	seat := models.Seat{ID: newID("seat"), UserID: u.ID, RoleID: role.ID, CreatedAt: now}
+	rows := []any{&role, &seat}
+	for i := range perms {
+		perms[i].ID, perms[i].HolderKind, perms[i].HolderID, perms[i].CreatedAt = newID("perm"), models.HolderRole, role.ID, now
+		if perms[i].Scope == "" {
+			perms[i].Scope = "*"
+		}
+		rows = append(rows, &perms[i])
+	}
+	for _, row := range rows {
+		if err := w.db.Create(row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range w.rts {
+		r.auth.reset()
+	}
+	return rt.principalFor(ctx, u, ""), seat
+}
+
+// Unseating on one replica ends the seat's permissions on another within
+// the auth cache's bound (authCacheTTL), as it does for a revoked token. The
+// grant cache had no time bound: replica B kept the role's grants until a
+// write of its own moved its generation on, for ever if none came.
+func TestUnseatedOnAnotherReplicaIsRefusedWithinTheAuthTTL(t *testing.T) {
+	w := newLimitWorld(t, 2)
+	ctx := t.Context()
+	a, b := w.rts[0], w.rts[1]
+	p, seat := seatedViewer(t, w, "seated@example.com", models.Permission{Verb: "Agent.create"})
+	name := "on-b"
+	if _, err := b.AgentCreate(ctx, p, AgentInput{Name: &name}); err != nil {
+		t.Fatalf("seated, on replica B: %v", err)
+	}
+	if err := a.SeatDelete(ctx, System, seat.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(authCacheTTL + 200*time.Millisecond)
+	name = "after-unseat"
+	_, err := b.AgentCreate(ctx, p, AgentInput{Name: &name})
+	if e, _ := AsError(err); e == nil || e.Kind != KindForbidden || e.MissingPermission != "Agent.create" {
+		t.Fatalf("unseated on replica A, replica B still allows Agent.create %s after it: %v", authCacheTTL, err)
+	}
+}
