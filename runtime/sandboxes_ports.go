@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -143,10 +144,30 @@ func (r *Runtime) SandboxPortTicket(ctx context.Context, ticket string) (Preview
 	if err := r.db.WithContext(ctx).First(&u, "id = ?", parts[2]).Error; err != nil {
 		return PreviewTarget{}, errBadTicket
 	}
-	if !UserPrincipal(u.ID, u.Email, u.Access).Can("Sandbox.port") {
+	if !r.stillHolds(ctx, r.principalFor(ctx, u, ""), "Sandbox.port", parts[0]) {
 		return PreviewTarget{}, errBadTicket
 	}
 	return PreviewTarget{Sandbox: parts[0], Port: port}, nil
+}
+
+// stillHolds reports whether p holds verb on the noun target names, as the
+// one check would find (roles, seats, scopes, tenant), without spending a
+// limit or recording an Action: a preview's every request is checked, its
+// open was the Action.
+func (r *Runtime) stillHolds(ctx context.Context, p Principal, verb, target string) bool {
+	c := r.scopeChain(ctx, verb, target)
+	if !c.found {
+		return false
+	}
+	if p.TenantID != "" && !slices.Contains(c.chain, Scope{ScopeTenant, p.TenantID}) {
+		return false
+	}
+	for _, g := range r.grantsOf(ctx, p) {
+		if g.Matches(verb) && grantCovers(g, verb, []nounChain{c}) {
+			return true
+		}
+	}
+	return false
 }
 
 // SandboxPortDial connects to a checked target's port through the agent.
