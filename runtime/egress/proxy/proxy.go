@@ -12,6 +12,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -24,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/subako/subako/runtime/egress"
@@ -80,6 +82,8 @@ type Proxy struct {
 	ca        *ca
 	transport *http.Transport
 	slots     chan struct{}
+	// replayHeld is the bytes of request bodies kept for a retry now.
+	replayHeld atomic.Int64
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -493,8 +497,13 @@ func stripHop(h http.Header) {
 }
 
 // maxReplayBody is the largest request body kept in memory so a request
-// refused 401 can be sent again after its OAuth credential is refreshed.
-const maxReplayBody = 1 << 20
+// refused 401 can be sent again after its OAuth credential is refreshed;
+// maxReplayHeld bounds those kept at once by one exit (256 connections of
+// 1 MiB each would otherwise hold 256 MiB of the server's memory).
+const (
+	maxReplayBody = 1 << 20
+	maxReplayHeld = 16 << 20
+)
 
 // forward sends one request to scheme://hostport and writes the answer to
 // w; false when the connection should end.
@@ -532,13 +541,20 @@ func (p *Proxy) forward(w io.Writer, req *http.Request, scheme, hostport string)
 			// The answer is read decoded, so a credential it repeats can be
 			// masked; the transport asks for gzip itself.
 			out.Header.Del("Accept-Encoding")
-			if out.Body != nil && out.Body != http.NoBody && out.ContentLength >= 0 && out.ContentLength <= maxReplayBody {
-				b, err := io.ReadAll(io.LimitReader(out.Body, maxReplayBody+1))
-				if err != nil {
-					return false
+			// Kept only within the exit's budget for all its connections
+			// (maxReplayHeld); past it the body streams and is not retried.
+			if n := out.ContentLength; out.Body != nil && out.Body != http.NoBody && n >= 0 && n <= maxReplayBody {
+				if p.replayHeld.Add(n) <= maxReplayHeld {
+					defer p.replayHeld.Add(-n)
+					b, err := io.ReadAll(io.LimitReader(out.Body, maxReplayBody+1))
+					if err != nil {
+						return false
+					}
+					out.Body = io.NopCloser(bytes.NewReader(b))
+					out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+				} else {
+					p.replayHeld.Add(-n)
 				}
-				out.Body = io.NopCloser(strings.NewReader(string(b)))
-				out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(string(b))), nil }
 			}
 		}
 	}
