@@ -30,6 +30,9 @@ func TestCredentialEchoMaskedInHeadersAndEncodedAnswers(t *testing.T) {
 			io.WriteString(w, "ok")
 			w.(http.Flusher).Flush()
 			w.Header().Set("X-Echo", auth)
+		case "/head":
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Header().Set("Content-Length", "20")
 		case "/deflate":
 			var b bytes.Buffer
 			fw, _ := flate.NewWriter(&b, flate.BestCompression)
@@ -47,6 +50,10 @@ func TestCredentialEchoMaskedInHeadersAndEncodedAnswers(t *testing.T) {
 		Attach: func(context.Context, string) (func(*http.Request), error) {
 			return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token) }, nil
 		}})
+	// A HEAD answer carries no body: its encoding is no hiding place.
+	if resp, err := c.Head(srv.URL + "/head"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("HEAD of a gzip answer: %v %v", resp, err)
+	}
 	for _, path := range []string{"/header", "/trailer", "/deflate"} {
 		resp, err := c.Get(srv.URL + path)
 		if err != nil {

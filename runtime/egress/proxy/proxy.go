@@ -574,7 +574,8 @@ func (p *Proxy) forward(w io.Writer, req *http.Request, scheme, hostport string)
 		// gzip the transport asked for and undid) could carry the
 		// credential past the mask: refused. Its header is masked like its
 		// body, and its trailers (read after the body) are dropped.
-		if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") &&
+			out.Method != http.MethodHead && bodyAllowed(resp.StatusCode) {
 			writeError(w, http.StatusBadGateway, "subako egress: "+host+" answered encoded as "+clip(ce, 40)+
 				" without being asked: an answer to a request with a credential added must be plain or gzip, so the exit can keep the credential out of it")
 			return false
