@@ -83,6 +83,10 @@ func forbidden(code, detail string) *Error {
 func denied(p Principal, permission, detail string) *Error {
 	if detail == "" {
 		detail = fmt.Sprintf("%s (%s) may not %s", p.Label, accessLabel(p), permission)
+		if p.narrowed() {
+			// The person may hold it: the token was narrowed to less.
+			detail += " with this token (narrowed to its own permissions)"
+		}
 	}
 	return &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied", Detail: detail, MissingPermission: permission}
 }

@@ -1,5 +1,7 @@
 package runtime
 
+import "strings"
+
 // PrincipalKind says what kind of actor a Principal is.
 type PrincipalKind string
 
@@ -44,6 +46,17 @@ var Anonymous = Principal{Kind: PrincipalAnonymous, ID: "anonymous", Label: "ano
 func (p Principal) Can(verb string) bool {
 	for _, g := range p.grants {
 		if g.Matches(verb) {
+			return true
+		}
+	}
+	return false
+}
+
+// narrowed reports whether the Principal acts through a token narrowed to
+// some permissions (its grants are the token's: tokens_narrow.go).
+func (p Principal) narrowed() bool {
+	for _, g := range p.grants {
+		if strings.HasPrefix(g.Source, "token:") {
 			return true
 		}
 	}
