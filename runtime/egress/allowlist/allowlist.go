@@ -122,7 +122,3 @@ func (r *Rules) AllowsAddr(a netip.Addr) bool {
 	}
 	return false
 }
-
-// HasRanges reports whether the list names any IP range: then a name not on
-// the list by name is still reachable at the addresses it has in a range.
-func (r *Rules) HasRanges() bool { return len(r.cidrs) > 0 }

@@ -115,8 +115,8 @@ func (p *Proxy) answerDNS(ctx context.Context, msg []byte) ([]byte, error) {
 	return b.Finish()
 }
 
-// nameAllowed: a name the list has, or any name when the list has ranges
-// (its addresses are then filtered) or there is no list.
+// nameAllowed: a name the list has by its domain rules, or any name when
+// there is no list; ranges never make a name resolvable.
 func (p *Proxy) nameAllowed(name string) bool {
 	if a, err := netip.ParseAddr(name); err == nil {
 		return p.cfg.Allow == nil || p.cfg.Allow.AllowsAddr(a)

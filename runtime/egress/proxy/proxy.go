@@ -279,8 +279,10 @@ func hostPort(h, defPort string) string {
 	return net.JoinHostPort(strings.Trim(h, "[]"), defPort)
 }
 
-// allowed says whether a host may be tried at all; a name known only to a
-// range of the list is judged again on its addresses when dialled.
+// allowed says whether a host may be tried at all: a name by the list's
+// domain rules only, an address by its ranges. A name is never resolved
+// because the list has ranges: DNS would then carry any name the sandbox
+// makes up to whatever server answers for it (a way out for data).
 func (p *Proxy) allowed(host string) bool {
 	r := p.cfg.Allow
 	if r == nil {
@@ -289,7 +291,7 @@ func (p *Proxy) allowed(host string) bool {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return r.AllowsAddr(a)
 	}
-	return r.AllowsName(host) || r.HasRanges()
+	return r.AllowsName(host)
 }
 
 func (p *Proxy) refuse(w io.Writer, host, why string) {
@@ -337,8 +339,7 @@ func (p *Proxy) addresses(ctx context.Context, host string) ([]netip.Addr, error
 		}
 		addrs = []netip.Addr{a.Unmap()}
 	} else {
-		byName := r == nil || r.AllowsName(host)
-		if !byName && !r.HasRanges() {
+		if r != nil && !r.AllowsName(host) {
 			return nil, errNotListed
 		}
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -348,9 +349,7 @@ func (p *Proxy) addresses(ctx context.Context, host string) ([]netip.Addr, error
 			return nil, fmt.Errorf("resolve %s: %w", host, err)
 		}
 		for _, a := range found {
-			if byName || r.AllowsAddr(a) {
-				addrs = append(addrs, a.Unmap())
-			}
+			addrs = append(addrs, a.Unmap())
 		}
 		if len(addrs) == 0 {
 			return nil, errNotListed
