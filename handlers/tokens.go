@@ -42,7 +42,17 @@ func (h *Handlers) apiTokensPage(c echo.Context, status int, created, errMsg str
 			held = append(held, pages.VerbGroup{Noun: g.Noun, Verbs: vs})
 		}
 	}
-	form := pages.TokenForm{Groups: held, Scopes: h.RT.ScopeChoices(ctx(c), p)}
+	form := pages.TokenForm{Groups: held, Scopes: h.RT.ScopeChoices(ctx(c), p), Expires: "30d"}
+	if errMsg != "" {
+		// A refused form comes back as it was typed.
+		form.Name, form.Expires, form.Scope = c.FormValue("name"), c.FormValue("expires"), c.FormValue("scope")
+		form.Checked = map[string]bool{}
+		if params, err := c.FormParams(); err == nil {
+			for _, v := range params["permissions"] {
+				form.Checked[v] = true
+			}
+		}
+	}
 	return render(c, status, pages.APITokens(h.shell(c, "API tokens", "tokens"), rows, form, created, errMsg))
 }
 
