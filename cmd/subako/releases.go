@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/subako/subako/runtime/sandbox/release"
@@ -84,8 +85,12 @@ func releaseCmd(args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
+	if fs.NArg() > 1 && strings.HasPrefix(fs.Arg(1), "-") {
+		// Go's flags stop at the first argument that is not one.
+		return fmt.Errorf("release %s: flags go before the release (subako release %s [flags] %s): %q came after it", verb, verb, fs.Arg(0), fs.Arg(1))
+	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("release %s: name one release (known: 2026)", verb)
+		return fmt.Errorf("release %s: name one release (known: 2026), not %d", verb, fs.NArg())
 	}
 	name := fs.Arg(0)
 	if !release.Known(name) {
