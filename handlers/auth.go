@@ -84,11 +84,12 @@ func (h *Handlers) AcceptPage(c echo.Context) error {
 	if err != nil {
 		return render(c, http.StatusNotFound, pages.LinkInvalid())
 	}
-	return render(c, http.StatusOK, pages.Accept(acceptForm(c, inv, "", "")))
+	return render(c, http.StatusOK, pages.Accept(h.acceptForm(c, inv, "", "")))
 }
 
-func acceptForm(c echo.Context, inv runtime.InviteView, email, msg string) pages.AuthForm {
-	f := pages.AuthForm{Action: c.Request().URL.Path, Access: inv.Access, Setup: inv.Kind == runtime.InviteSetup, Error: msg, Email: email}
+func (h *Handlers) acceptForm(c echo.Context, inv runtime.InviteView, email, msg string) pages.AuthForm {
+	f := pages.AuthForm{Action: c.Request().URL.Path, Access: inv.Access, Setup: inv.Kind == runtime.InviteSetup, Error: msg, Email: email,
+		Tenant: h.RT.InviteTenantName(ctx(c), inv)}
 	if !f.Setup {
 		f.Email = inv.Email
 	}
@@ -105,7 +106,7 @@ func (h *Handlers) Accept(c echo.Context) error {
 	in := runtime.AcceptInput{Token: token, Email: c.FormValue("email"), Name: c.FormValue("name"), Password: c.FormValue("password")}
 	u, err := h.RT.AcceptInvite(ctx(c), in)
 	if e, ok := runtime.AsError(err); ok && e.Kind == runtime.KindInvalid {
-		return render(c, http.StatusUnprocessableEntity, pages.Accept(acceptForm(c, inv, in.Email, e.Error())))
+		return render(c, http.StatusUnprocessableEntity, pages.Accept(h.acceptForm(c, inv, in.Email, e.Error())))
 	}
 	if err != nil {
 		return err
