@@ -33,6 +33,12 @@ func pendingEvents(c echo.Context, p runtime.Principal, n int) string {
 // session, so a person signed out, removed or no longer allowed stops
 // receiving at the next change (of approvals, sessions, or who may do what).
 func (h *Handlers) PendingEvents(c echo.Context) error {
+	// One who cannot list approvals (a viewer narrowed, access none
+	// without a seat) is refused before the stream opens, naming why.
+	if p := principal(c); !p.Can("Approval.list") {
+		return &runtime.Error{Kind: runtime.KindForbidden, Code: "permission_denied", Title: "Permission denied",
+			Detail: p.Label + " may not Approval.list", MissingPermission: "Approval.list"}
+	}
 	events, stop := h.RT.Subscribe()
 	defer stop()
 	out := openSSE(c)

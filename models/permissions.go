@@ -6,23 +6,23 @@ import "time"
 
 // Tenant is a customer of the operator, holding its sessions and vaults.
 type Tenant struct {
-	ID        string `gorm:"primaryKey"`
-	Name      string
-	CreatedBy string
-	CreatedAt time.Time
+	ID        string    `gorm:"primaryKey" json:"id"`
+	Name      string    `json:"name"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Role is a named set of permissions; people fill it through seats.
 type Role struct {
-	ID          string `gorm:"primaryKey"`
-	TenantID    string
-	Name        string
-	Description string
+	ID          string `gorm:"primaryKey" json:"id"`
+	TenantID    string `json:"tenant_id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
 	// DecayDays removes a seat's permission unused this long (0: the server default).
-	DecayDays int
-	CreatedBy string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	DecayDays int       `json:"decay_days"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Holder kinds of a Permission row.
@@ -35,39 +35,39 @@ const (
 // Permission is one verb in a scope with an optional limit, held by a role,
 // a person directly, or a narrowed token.
 type Permission struct {
-	ID         string `gorm:"primaryKey"`
-	HolderKind string
-	HolderID   string
-	Verb       string // Noun.verb or Noun.*
-	Scope      string // *, tenant:<id>, agent:<id>, vault:<id>, session:<id>
+	ID         string `gorm:"primaryKey" json:"id"`
+	HolderKind string `json:"holder_kind"`
+	HolderID   string `json:"holder_id"`
+	Verb       string `json:"verb"`  // Noun.verb or Noun.*
+	Scope      string `json:"scope"` // *, tenant:<id>, agent:<id>, vault:<id>, session:<id>
 	// Limits (zero values: none).
-	LimitCount   int
-	LimitPeriod  string // hour, day, week, month
-	LimitField   string
-	LimitValues  string // JSON list of allowed values of LimitField
-	LimitSpendSC float64
-	CreatedBy    string
-	CreatedAt    time.Time
-	LastUsedAt   *time.Time
+	LimitCount   int        `json:"limit_count"`
+	LimitPeriod  string     `json:"limit_period"` // hour, day, week, month
+	LimitField   string     `json:"limit_field"`
+	LimitValues  string     `json:"limit_values"` // JSON list of allowed values of LimitField
+	LimitSpendSC float64    `json:"limit_spend_sc"`
+	CreatedBy    string     `json:"created_by"`
+	CreatedAt    time.Time  `json:"created_at"`
+	LastUsedAt   *time.Time `json:"last_used_at"`
 }
 
 // Seat is a person filling a role.
 type Seat struct {
-	ID        string `gorm:"primaryKey"`
-	UserID    string
-	RoleID    string
-	CreatedBy string
-	CreatedAt time.Time
+	ID        string    `gorm:"primaryKey" json:"id"`
+	UserID    string    `json:"user_id"`
+	RoleID    string    `json:"role_id"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // SeatPermission is one of a seat's role permissions: its last use, and its
 // removal by decay or a person (RemovedBy names the Change).
 type SeatPermission struct {
-	SeatID       string `gorm:"primaryKey"`
-	PermissionID string `gorm:"primaryKey"`
-	LastUsedAt   *time.Time
-	RemovedAt    *time.Time
-	RemovedBy    string
+	SeatID       string     `gorm:"primaryKey" json:"seat_id"`
+	PermissionID string     `gorm:"primaryKey" json:"permission_id"`
+	LastUsedAt   *time.Time `json:"last_used_at"`
+	RemovedAt    *time.Time `json:"removed_at"`
+	RemovedBy    string     `json:"removed_by"`
 }
 
 // LimitUsage counts one holder's use of a limited permission in one period.

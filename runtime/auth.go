@@ -70,7 +70,7 @@ func (r *Runtime) UserInviteTenant(ctx context.Context, p Principal, email, acce
 			return err
 		}
 		if !ValidAccess(access) {
-			return invalid("access", "invalid_access", "access must be one of owner, admin, member, viewer")
+			return invalid("access", "invalid_access", "access must be one of "+accessChoices)
 		}
 		if access == AccessOwner && !p.Can("User.grant_owner") {
 			return denied(p, "User.grant_owner", "only an owner may invite an owner")

@@ -13,10 +13,13 @@ const (
 	AccessAdmin  = "admin"
 	AccessMember = "member"
 	AccessViewer = "viewer"
+	// AccessNone holds nothing of its own: such a person does only what
+	// their seats' roles (and permissions given them directly) allow.
+	AccessNone = "none"
 )
 
 // AccessLevels lists the presets from most to least powerful.
-var AccessLevels = []string{AccessOwner, AccessAdmin, AccessMember, AccessViewer}
+var AccessLevels = []string{AccessOwner, AccessAdmin, AccessMember, AccessViewer, AccessNone}
 
 // readVerbs are granted to every access level.
 var readVerbs = []string{
@@ -89,6 +92,8 @@ var presets = map[string][]string{
 	AccessMember: concat(readVerbs, memberVerbs),
 	AccessAdmin:  concat(readVerbs, memberVerbs, adminVerbs),
 	AccessOwner:  concat(readVerbs, memberVerbs, adminVerbs, ownerVerbs),
+	// Not nil: none is a level (ValidAccess), holding nothing.
+	AccessNone: {},
 }
 
 func concat(lists ...[]string) []string {
@@ -105,6 +110,9 @@ func Permissions(access string) []string { return slices.Clone(presets[access]) 
 
 // ValidAccess reports whether s names an access level.
 func ValidAccess(s string) bool { return presets[s] != nil }
+
+// accessChoices says the levels in words, for a refusal naming them.
+const accessChoices = "owner, admin, member, viewer, none"
 
 // AllPermissions lists every permission any level grants, sorted.
 func AllPermissions() []string { return Permissions(AccessOwner) }

@@ -67,6 +67,11 @@ Presets:
   setting its credentials and deleting it are refused; ` + "`Vault.list`" + ` shows only
   the vaults they may read.
 - **viewer** — reads everything the console shows but vaults, and manages their own API tokens.
+- **none** — holds nothing of its own: the person does only what the roles of
+  their seats (and permissions given them directly, such as a vault they made
+  through a role's ` + "`Vault.create`" + `) allow. Unseated, they hold nothing: their next
+  request, through the console, a token or an open live page, is refused naming
+  the missing permission. Pages they cannot use answer 403 naming it.
 
 A few rules depend on the target, not only the verb, and live in the runtime too:
 only owners (` + "`User.grant_owner`" + `) may invite, change or remove an owner; a person
@@ -80,7 +85,7 @@ A removed person's browser sessions and tokens are deleted with them: their next
 request is refused.
 
 `)
-	b.WriteString("| permission | owner | admin | member | viewer |\n|---|:-:|:-:|:-:|:-:|\n")
+	b.WriteString("| permission | owner | admin | member | viewer | none |\n|---|:-:|:-:|:-:|:-:|:-:|\n")
 	for _, v := range AllPermissions() {
 		fmt.Fprintf(&b, "| `%s` |", v)
 		for _, level := range AccessLevels {

@@ -18,7 +18,7 @@ func TestPermissionsDocMatchesPresets(t *testing.T) {
 			continue
 		}
 		cells := strings.Split(line, "|")
-		rows[strings.Trim(strings.TrimSpace(cells[1]), "`")] = cells[2:6]
+		rows[strings.Trim(strings.TrimSpace(cells[1]), "`")] = cells[2 : 2+len(AccessLevels)]
 	}
 	for _, perm := range AllPermissions() {
 		cells, ok := rows[perm]

@@ -59,6 +59,9 @@ func init() {
 		sort.Strings(presets[level])
 	}
 	for _, level := range AccessLevels {
+		if level == AccessNone {
+			continue // holds nothing but its seats' roles
+		}
 		add(level, tenantReadVerbs)
 		if accessRank(level) <= accessRank(AccessAdmin) {
 			add(level, tenantWriteVerbs)

@@ -222,7 +222,7 @@ func (r *Runtime) UserCreate(ctx context.Context, p Principal, email, access, pa
 			return err
 		}
 		if !ValidAccess(access) {
-			return invalid("access", "invalid_access", "access must be one of owner, admin, member, viewer")
+			return invalid("access", "invalid_access", "access must be one of "+accessChoices)
 		}
 		if access == AccessOwner && !p.Can("User.grant_owner") {
 			return denied(p, "User.grant_owner", "only an owner may add an owner")

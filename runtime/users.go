@@ -65,7 +65,7 @@ func (r *Runtime) UserUpdate(ctx context.Context, p Principal, in UserUpdateInpu
 	var out UserView
 	err := r.run(ctx, p, "User.update", func(a *act) error {
 		if in.Access != nil && !ValidAccess(*in.Access) {
-			return invalid("access", "invalid_access", "access must be one of owner, admin, member, viewer")
+			return invalid("access", "invalid_access", "access must be one of "+accessChoices)
 		}
 		if in.Name != nil && utf8.RuneCountInString(*in.Name) > 100 {
 			return invalid("name", "name_too_long", "name must be at most 100 characters")
@@ -81,6 +81,7 @@ func (r *Runtime) UserUpdate(ctx context.Context, p Principal, in UserUpdateInpu
 			if in.Access != nil && u.TenantID != "" && *in.Access == AccessOwner {
 				return invalid("access", "invalid_access", "a tenant's people are admins, members or viewers: owners are the operator's")
 			}
+			prev := u.Access
 			if in.Access != nil && *in.Access != u.Access {
 				if err := checkOwnerChange(tx, p, u, *in.Access); err != nil {
 					return err
@@ -91,7 +92,14 @@ func (r *Runtime) UserUpdate(ctx context.Context, p Principal, in UserUpdateInpu
 				u.Name = strings.TrimSpace(*in.Name)
 			}
 			out = userView(u)
-			return tx.Model(&u).Updates(map[string]any{"access": u.Access, "name": u.Name, "updated_at": time.Now().UTC()}).Error
+			if err := tx.Model(&u).Updates(map[string]any{"access": u.Access, "name": u.Name, "updated_at": time.Now().UTC()}).Error; err != nil {
+				return err
+			}
+			if u.Access != prev {
+				// A Change on the Changes page, undoable (changes_people.go).
+				return r.recordAccessChange(ctx, tx, p, u, prev)
+			}
+			return nil
 		})
 		// Committed: their tokens act at the new access from the next request.
 		r.auth.reset()
@@ -113,6 +121,10 @@ func (r *Runtime) UserRemove(ctx context.Context, p Principal, id string) error 
 				return err
 			}
 			if err := checkOwnerChange(tx, p, u, ""); err != nil {
+				return err
+			}
+			// A Change keeping what they held (changes_people.go).
+			if err := r.recordRemoval(ctx, tx, p, u); err != nil {
 				return err
 			}
 			// Delete dependants explicitly as well: SQLite enforces ON DELETE only

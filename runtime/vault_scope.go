@@ -18,12 +18,15 @@ func (r *Runtime) giveVaultCreator(tx *gorm.DB, p Principal, v models.Vault) err
 		return nil
 	}
 	scope := Scope{ScopeVault, v.ID}.String()
+	var given []string
 	for _, g := range []struct{ id, verb string }{{"perm_vault_" + v.ID, "Vault.*"}, {"perm_cred_" + v.ID, "Credential.*"}} {
 		row := models.Permission{ID: g.id, HolderKind: models.HolderUser, HolderID: p.ID, Verb: g.verb, Scope: scope,
 			CreatedBy: p.ID, CreatedAt: r.now()}
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
+		given = append(given, g.verb+" "+scope)
 	}
-	return nil
+	// A Change, with no undo (changes_people.go).
+	return r.recordVaultCreator(tx, p, v, given)
 }
