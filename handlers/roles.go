@@ -191,10 +191,20 @@ func (h *Handlers) CreateRole(c echo.Context) error {
 			}
 		}
 	}
-	if e, ok := formError(err); ok {
+	if e, ok := roleFormError(c, err, "Role.create"); ok {
 		return h.rolesPage(c, statusOf(e.Kind), e.Error(), d)
 	}
 	return err
+}
+
+// roleFormError is formError, and also the refusal to hand out a permission
+// its maker does not hold, for someone who may use the form (verb): that
+// form comes back as typed with the refusal, not as an error page.
+func roleFormError(c echo.Context, err error, verb string) (*runtime.Error, bool) {
+	if e, ok := runtime.AsError(err); ok && e.Kind == runtime.KindForbidden && principal(c).Can(verb) {
+		return e, true
+	}
+	return formError(err)
 }
 
 // Role shows one role (a built-in level read-only), its permissions and seats.
@@ -277,7 +287,7 @@ func (h *Handlers) AddRolePermissions(c echo.Context) error {
 		all := append(currentPermissions(role), perms...)
 		_, err = h.RT.RoleUpdate(ctx(c), p, runtime.RoleInput{Role: role.ID, Permissions: &all})
 	}
-	if e, ok := formError(err); ok {
+	if e, ok := roleFormError(c, err, "Role.update"); ok {
 		return h.rolePage(c, statusOf(e.Kind), e.Error(), d)
 	}
 	if err != nil {
