@@ -25,6 +25,11 @@ func (h *Handlers) APISandboxFiles(c echo.Context) error {
 // SandboxFileGet is Sandbox.readFile for the API and the console: the
 // file's bytes as a download, never rendered.
 func (h *Handlers) SandboxFileGet(c echo.Context) error {
+	release, err := takeFileRead()
+	if err != nil {
+		return err
+	}
+	defer release()
 	f, err := h.RT.SandboxReadFile(ctx(c), principal(c), c.Param("sandbox"), volumePath(c))
 	if err != nil {
 		return err
