@@ -125,14 +125,7 @@ func (g Grant) Matches(verb string) bool {
 func (g Grant) String() string {
 	s := g.Verb + " " + g.Scope.String()
 	var why []string
-	switch src := g.Source; {
-	case strings.HasPrefix(src, "role:"):
-		why = append(why, "role "+strings.TrimPrefix(src, "role:"))
-	case strings.HasPrefix(src, "access:"):
-		why = append(why, strings.TrimPrefix(src, "access:")+" preset")
-	case strings.HasPrefix(src, "token:"):
-		why = append(why, "token "+strings.TrimPrefix(src, "token:"))
-	case src != "":
+	if src := sourceWords(g.Source); src != "" {
 		why = append(why, src)
 	}
 	if !g.Limit.IsZero() {
@@ -142,6 +135,20 @@ func (g Grant) String() string {
 		s += " (" + strings.Join(why, "; ") + ")"
 	}
 	return s
+}
+
+// sourceWords says where a grant comes from: "role Billing", "member
+// preset", "direct", "token tok_… via role Billing".
+func sourceWords(src string) string {
+	switch {
+	case strings.HasPrefix(src, "role:"):
+		return "role " + strings.TrimPrefix(src, "role:")
+	case strings.HasPrefix(src, "access:"):
+		return strings.TrimPrefix(src, "access:") + " preset"
+	case strings.HasPrefix(src, "token:"):
+		return "token " + strings.TrimPrefix(src, "token:")
+	}
+	return src
 }
 
 // checkVerb says whether v names a verb (Noun.verb) or every verb of a noun (Noun.*).

@@ -235,7 +235,7 @@ func (r *Runtime) tokenGrants(ctx context.Context, tokenID string, held []Grant)
 			continue
 		}
 		out = append(out, Grant{PermissionID: g.PermissionID, Verb: row.Verb, Scope: sc, Limit: g.Limit,
-			Source: "token:" + tokenID, SeatID: g.SeatID})
+			Source: "token:" + tokenID + " via " + sourceWords(g.Source), SeatID: g.SeatID})
 	}
 	return out, nil
 }

@@ -101,6 +101,15 @@ func TestAccessNoneSeatedApproverUnseatedEndsTheStream(t *testing.T) {
 		t.Errorf("Vault.get by a none person: %d %+v", st, p)
 	}
 
+	// A token narrowed to the role's Approval.list: its Action names the
+	// token and the role it comes through.
+	var narrow struct{ Token string }
+	if st := nw.api(nw.token, "POST", "/tokens", map[string]any{"name": "queue only", "expires": "1h",
+		"permissions": []string{"Approval.list session:" + nw.s.ID}}, &narrow); st != 201 {
+		t.Fatalf("Token.create narrowed: %d", st)
+	}
+	nw.pending(narrow.Token, "", 1)
+
 	nw.unseat()
 	queue.endsWithin(t, "approvals queue", 5*time.Second)
 	badge.endsWithin(t, "pending badge", 5*time.Second)
@@ -116,8 +125,11 @@ func TestAccessNoneSeatedApproverUnseatedEndsTheStream(t *testing.T) {
 	if st := nw.api(nw.owner, "GET", "/actions?verb=Approval.list&by=seated@example.com", nil, &acts); st != 200 || len(acts) == 0 {
 		t.Fatalf("Action.list: %d %+v", st, acts)
 	}
-	var allowed, refused bool
+	var allowed, refused, viaToken bool
 	for _, a := range acts {
+		if strings.HasPrefix(a.Permission, "Approval.list session:"+nw.s.ID+" (token ") && strings.HasSuffix(a.Permission, " via role Approvers)") {
+			viaToken = true
+		}
 		if a.Permission == "Approval.list session:"+nw.s.ID+" (role Approvers)" {
 			allowed = true
 		}
@@ -125,8 +137,13 @@ func TestAccessNoneSeatedApproverUnseatedEndsTheStream(t *testing.T) {
 			refused = true
 		}
 	}
-	if !allowed || !refused {
-		t.Errorf("the Actions of Approval.list do not say why (allowed by the role: %v, refused naming it: %v): %+v", allowed, refused, acts)
+	if !allowed || !refused || !viaToken {
+		t.Errorf("the Actions of Approval.list do not say why (allowed by the role: %v, by the narrowed token through the role: %v, refused naming it: %v): %+v", allowed, viaToken, refused, acts)
+	}
+	// The Audit page says the same.
+	_, audit := nw.browserOf().get("/audit?verb=Approval.list")
+	if !strings.Contains(audit, "(role Approvers)") || !strings.Contains(audit, `data-testid="action-missing"`) {
+		t.Errorf("the Audit page does not say why the none person's calls were allowed and refused")
 	}
 }
 
