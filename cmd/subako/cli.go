@@ -31,7 +31,7 @@ func offline(name string, args []string, extra func(fs *flag.FlagSet)) (*runtime
 
 func userCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 || args[0] != "add" {
-		return fmt.Errorf("usage: subako user add --email E --access owner|admin|member|viewer [--password-stdin]")
+		return fmt.Errorf("usage: subako user add --email E --access owner|admin|member|viewer|none [--password-stdin]")
 	}
 	var email, access, baseURL string
 	var pwStdin bool

@@ -15,7 +15,7 @@ const usage = `subako — the control plane for AI agents' tools
 Usage:
   subako serve   [--addr 127.0.0.1:8080] [--data ./data] [--database-url URL] [...]
   subako migrate [--data DIR] [--database-url URL]
-  subako user add --email E --access owner|admin|member|viewer [--password-stdin]
+  subako user add --email E --access owner|admin|member|viewer|none [--password-stdin]
   subako token create --email E [--name N] [--expires 24h]
   subako do Noun.verb [--json '{...}' | JSON on stdin]   (uses SUBAKO_URL and SUBAKO_TOKEN)
   subako release build [--uv PATH] 2026   (builds the sandbox release image; also: release show)
