@@ -560,12 +560,18 @@ func (r *Runtime) scopeExists(ctx context.Context, s Scope) error {
 	return nil
 }
 
-// mayGrant reports whether p holds verb on a scope covering s: only then may
-// p put it in a role, seat someone in a role holding it, or undo its decay.
+// mayGrant reports whether p holds verb, without a limit, on a scope covering
+// s: only then may p put it in a role, seat someone in a role holding it, or
+// undo its decay.
 func (r *Runtime) mayGrant(ctx context.Context, p Principal, verb string, s Scope) bool {
 	noun, _, _ := strings.Cut(verb, ".")
 	for _, g := range p.Grants() {
 		if g.Verb != verb && g.Verb != noun+".*" {
+			continue
+		}
+		if !g.Limit.IsZero() {
+			// Held under a limit only: handing it on (even with the same
+			// limit, counted afresh on the new permission) would be more.
 			continue
 		}
 		if r.scopeCovers(ctx, g.Scope, s) {
