@@ -270,7 +270,7 @@ func checkArchivePermissions(t *testing.T, w *world, s session, sb runtime.Sandb
 	viewerBrowser := w.person(ownerBrowser, "viewer@example.com", "viewer")
 	viewer := longToken(viewerBrowser)
 	member := longToken(w.person(ownerBrowser, "member@example.com", "member"))
-	if st := w.api(viewer, "GET", "/sandboxes/"+sb.ID+"/archive", nil, &p); st != 403 || p.MissingPermission != "Archive.download" {
+	if st := w.api(viewer, "GET", "/sandboxes/"+sb.ID+"/archive", nil, &p); st != 403 || p.MissingPermission != "Archive.download session:"+s.ID {
 		t.Fatalf("a viewer's download answered %d %+v", st, p)
 	}
 	if _, page := viewerBrowser.get("/sessions/" + s.ID + "/sandboxes"); !strings.Contains(page, "retired") ||
@@ -281,7 +281,7 @@ func checkArchivePermissions(t *testing.T, w *world, s session, sb runtime.Sandb
 		t.Fatalf("a viewer's console download answered %d", resp.StatusCode)
 	}
 	p = problem{}
-	if st := w.api(member, "DELETE", "/sandboxes/"+sb.ID+"/archive", nil, &p); st != 403 || p.MissingPermission != "Archive.delete" {
+	if st := w.api(member, "DELETE", "/sandboxes/"+sb.ID+"/archive", nil, &p); st != 403 || p.MissingPermission != "Archive.delete session:"+s.ID {
 		t.Fatalf("a member's delete answered %d %+v", st, p)
 	}
 	if st, _, files := w.download(member, sb.ID); st != 200 || files["src/notes.txt"] != "kept\n" {

@@ -98,7 +98,7 @@ func TestArchiveUploadGivesASandboxAWayBack(t *testing.T) {
 		t.Fatalf("a refused upload changed the sandbox: %+v", after)
 	}
 	member := longToken(w.person(w.browserOf(), "member@example.com", "member"))
-	if st, _, p := w.putArchive(member, sb.ID, good); st != 403 || p.MissingPermission != "Archive.upload" {
+	if st, _, p := w.putArchive(member, sb.ID, good); st != 403 || p.MissingPermission != "Archive.upload session:"+sb.Session {
 		t.Fatalf("a member's upload: %d %+v", st, p)
 	}
 

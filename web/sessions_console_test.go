@@ -321,7 +321,7 @@ func TestDecisionsAndRulesOnTheSessionPage(t *testing.T) {
 	// A viewer sees the rules and approvals but no buttons, and the API refuses them.
 	viewer := w.person(owner, "viewer@example.com", "viewer")
 	var p problem
-	if st := w.api(viewer.token(), "DELETE", "/sessions/"+s.ID+"/rules/"+rules[0].ID, nil, &p); st != 403 || p.MissingPermission != "SessionRule.revoke" {
+	if st := w.api(viewer.token(), "DELETE", "/sessions/"+s.ID+"/rules/"+rules[0].ID, nil, &p); st != 403 || p.MissingPermission != "SessionRule.revoke session:"+s.ID {
 		t.Fatalf("a viewer revoking a rule: %d %+v", st, p)
 	}
 	if vb := mustGet(viewer, page); !strings.Contains(vb, "mcp__everything__get-env") || strings.Contains(vb, `data-testid="revoke-rule"`) || strings.Contains(vb, `data-testid="try-form"`) {
