@@ -42,7 +42,7 @@ func errorHelp(c echo.Context, p Problem) pages.ErrorHelp {
 			h.What = sentence(p.Detail) + " It may have been deleted, or the link is mistyped."
 		}
 	case http.StatusForbidden:
-		h.What = sentence(p.Detail) + " An owner or admin can change a person's access on the People page."
+		h.What = sentence(p.Detail) + forbiddenNext(principal(c), p.MissingPermission)
 	}
 	if signedIn {
 		h.Links = append(h.Links, pages.Link{Href: "/", Label: "Go to the dashboard"})
@@ -52,14 +52,35 @@ func errorHelp(c echo.Context, p Problem) pages.ErrorHelp {
 	return h
 }
 
+// forbiddenNext says who could lift a refusal, in terms true of the person
+// refused: an admin is not told to ask an admin, nor a tenant's person to
+// ask for one of the operator's own verbs.
+func forbiddenNext(p runtime.Principal, missing string) string {
+	verb, _, _ := strings.Cut(missing, " ")
+	switch {
+	case p.TenantID != "" && verb != "" && runtime.OperatorOnly(verb):
+		return " It is the operator's own: a tenant's access levels do not hold it."
+	case p.Access == runtime.AccessOwner:
+		return ""
+	case p.Access == runtime.AccessAdmin:
+		return " An owner can give it, with a role or on the People page."
+	}
+	return " An owner or admin can change a person's access on the People page."
+}
+
 // sentence starts a detail with a capital and ends it with a full stop, so
-// a runtime's lowercase detail reads as a sentence on a page.
+// a runtime's lowercase detail reads as a sentence on a page. A detail that
+// starts with a name (an email, a field such as permissions[0], an id) keeps
+// it as written: "Ada@acme.test" is not the person's address.
 func sentence(s string) string {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return s
 	}
-	s = strings.ToUpper(s[:1]) + s[1:]
+	first, _, _ := strings.Cut(s, " ")
+	if strings.Trim(strings.TrimRight(first, ":,;"), "abcdefghijklmnopqrstuvwxyz") == "" {
+		s = strings.ToUpper(s[:1]) + s[1:]
+	}
 	if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "?") && !strings.HasSuffix(s, "!") {
 		s += "."
 	}
