@@ -74,6 +74,13 @@ func (r *Runtime) authorize(ctx context.Context, p Principal, verb string, targe
 	}
 	var found []Grant
 	for _, g := range held {
+		if len(chains) == 0 && g.Scope.Kind == ScopeTenant && g.Scope.ID != p.TenantID && !strings.HasSuffix(verb, ".list") {
+			// A call naming no scoped noun (a person, a token, a channel) is
+			// kept to a tenant only by the verb's own filter on the caller's
+			// tenant: a grant on another tenant (an operator's person's
+			// tenant:<id>) would act on everything.
+			continue
+		}
 		if grantCovers(g, verb, chains) {
 			found = append(found, g)
 		}

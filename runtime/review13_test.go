@@ -67,3 +67,25 @@ func TestUnseatedOnAnotherReplicaIsRefusedWithinTheAuthTTL(t *testing.T) {
 		t.Fatalf("unseated on replica A, replica B still allows Agent.create %s after it: %v", authCacheTTL, err)
 	}
 }
+
+// An operator's person holding a verb only on one tenant (User.update
+// tenant:acme, "manage acme's people") could call it on anything the call
+// names no scoped noun of: they made themselves an admin. A person is no
+// scoped noun, so the check found nothing to scope and let the tenant's
+// grant cover the call; the verb filters by the caller's own tenant only.
+func TestTenantScopedGrantOfAnOperatorPersonCoversNothingOutsideIt(t *testing.T) {
+	w := newLimitWorld(t, 1)
+	ctx, rt := t.Context(), w.rts[0]
+	ten := models.Tenant{ID: newID("ten"), Name: "acme", CreatedAt: time.Now()}
+	if err := w.db.Create(&ten).Error; err != nil {
+		t.Fatal(err)
+	}
+	p, _ := seatedViewer(t, w, "support@example.com", models.Permission{Verb: "User.update", Scope: "tenant:" + ten.ID})
+	admin := AccessAdmin
+	_, err := rt.UserUpdate(ctx, p, UserUpdateInput{User: p.ID, Access: &admin})
+	var u models.User
+	w.db.First(&u, "id = ?", p.ID)
+	if e, _ := AsError(err); e == nil || e.Kind != KindForbidden || u.Access != AccessViewer {
+		t.Fatalf("holding User.update on tenant acme only, an operator's viewer made themselves %s: %v", u.Access, err)
+	}
+}
