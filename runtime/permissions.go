@@ -32,7 +32,7 @@ var readVerbs = []string{
 	"Session.list", "Session.get", "Session.tools", "SessionRule.list",
 	"ToolCall.get", "ToolCall.list",
 	"Approval.list",
-	"Sandbox.list", "Sandbox.get",
+	"Sandbox.list", "Sandbox.get", "Sandbox.ports",
 	"Sandbox.files",
 	"Volume.list", "Volume.get",
 	"Usage.get",
