@@ -205,7 +205,32 @@ func (r *Runtime) listScope(p Principal, verb string) ListScope {
 		// A tenant's person sees their tenant only, whatever they hold.
 		l = ListScope{Tenants: []string{p.TenantID}}
 	}
+	if p.TenantID != "" && !l.All {
+		l = r.withinTenant(p.TenantID, l)
+	}
 	return l
+}
+
+// withinTenant keeps of l what lies in tenant: a list ORs its scopes, so an
+// agent's (which serves every tenant) or another tenant's vault or session
+// would show other tenants' rows to a tenant's person. An agent's grant
+// shows nothing on a list of theirs (Session.get still reaches their
+// tenant's sessions of it).
+func (r *Runtime) withinTenant(tenant string, l ListScope) ListScope {
+	out := ListScope{}
+	if slices.Contains(l.Tenants, tenant) {
+		out.Tenants = []string{tenant}
+	}
+	if r.db == nil {
+		return out
+	}
+	if len(l.Vaults) > 0 {
+		r.db.Model(&models.Vault{}).Where("id IN ? AND tenant_id = ?", l.Vaults, tenant).Pluck("id", &out.Vaults)
+	}
+	if len(l.Sessions) > 0 {
+		r.db.Model(&models.Session{}).Where("id IN ? AND tenant_id = ?", l.Sessions, tenant).Pluck("id", &out.Sessions)
+	}
+	return out
 }
 
 func appendNew(l []string, s string) []string {

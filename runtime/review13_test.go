@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,48 @@ func TestTenantScopedGrantOfAnOperatorPersonCoversNothingOutsideIt(t *testing.T)
 	w.db.First(&u, "id = ?", p.ID)
 	if e, _ := AsError(err); e == nil || e.Kind != KindForbidden || u.Access != AccessViewer {
 		t.Fatalf("holding User.update on tenant acme only, an operator's viewer made themselves %s: %v", u.Access, err)
+	}
+}
+
+// A tenant's person sees nothing of another tenant on a list, whatever the
+// operator seated them in: holding Session.list on an agent (the operator's
+// support agent, serving every tenant), they listed the sessions of that
+// agent in every tenant, while Session.get on each answered not_found.
+func TestTenantPersonListsNothingOfAnotherTenantThroughAnAgentGrant(t *testing.T) {
+	w := newLimitWorld(t, 1)
+	ctx, rt := t.Context(), w.rts[0]
+	var s models.Session
+	if err := w.db.First(&s, "id = ?", w.session).Error; err != nil {
+		t.Fatal(err)
+	}
+	acme := models.Tenant{ID: newID("ten"), Name: "acme", CreatedAt: time.Now()}
+	globex := models.Tenant{ID: newID("ten"), Name: "globex", CreatedAt: time.Now()}
+	for _, row := range []any{&acme, &globex} {
+		if err := w.db.Create(row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.db.Model(&models.Session{}).Where("id = ?", s.ID).Update("tenant_id", globex.ID)
+	p, _ := seatedViewer(t, w, "acme-support@example.com",
+		models.Permission{Verb: "Session.list", Scope: "agent:" + s.AgentID}, models.Permission{Verb: "Sandbox.list", Scope: "session:" + s.ID})
+	w.db.Model(&models.User{}).Where("id = ?", p.ID).Update("tenant_id", acme.ID)
+	rt.auth.reset()
+	var u models.User
+	w.db.First(&u, "id = ?", p.ID)
+	p = rt.principalFor(ctx, u, "")
+	if _, err := rt.SessionGet(ctx, p, s.ID); err == nil {
+		t.Fatal("acme's person got globex's session")
+	}
+	for _, verb := range []string{"Session.list", "Sandbox.list", "Action.list", "Usage.get"} {
+		if l := rt.listScope(p, verb); l.All || len(l.Agents) > 0 || len(l.Sessions) > 0 || len(l.Vaults) > 0 || slices.ContainsFunc(l.Tenants, func(t string) bool { return t != acme.ID }) {
+			t.Errorf("acme's person's %s covers %+v, beyond acme", verb, l)
+		}
+	}
+	page, err := rt.SessionListPage(ctx, p, SessionFilter{}, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range page.Items {
+		t.Errorf("acme's person lists globex's session %s (%s)", it.ID, it.Title)
 	}
 }
