@@ -472,6 +472,7 @@ func (r *Runtime) checkPermissions(ctx context.Context, p Principal, in []Permis
 		} else if err != nil {
 			return nil, err
 		}
+		scope = r.scopeByName(ctx, scope)
 		if err := r.scopeExists(ctx, scope); err != nil {
 			return nil, invalid(f+".scope", "unknown_scope", fmt.Sprintf("%s.scope: %v", f, err))
 		}

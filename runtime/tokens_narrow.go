@@ -133,6 +133,7 @@ func (r *Runtime) narrowTo(ctx context.Context, p Principal, want []string) ([]G
 		if err != nil {
 			return nil, err
 		}
+		g.Scope = r.scopeByName(ctx, g.Scope)
 		key := g.Verb + " " + g.Scope.String()
 		if seen[key] {
 			continue
