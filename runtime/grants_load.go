@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,6 +133,9 @@ func (r *Runtime) loadGrants(ctx context.Context, p Principal) ([]Grant, error) 
 	for _, row := range seated {
 		gs = append(gs, grantFromRow(row.Permission, "role:"+row.RoleName, row.SeatID))
 	}
+	if p.TenantID != "" {
+		gs = withinTenantGrants(gs, p.TenantID)
+	}
 	if p.TokenID == "" {
 		return gs, nil
 	}
@@ -145,6 +150,35 @@ func (r *Runtime) loadGrants(ctx context.Context, p Principal) ([]Grant, error) 
 	// still covers it, with that grant's limit, counted on its permission
 	// (tokens_narrow.go).
 	return r.tokenGrants(ctx, t.ID, gs)
+}
+
+// withinTenantGrants keeps a tenant's person's direct and role grants to
+// their tenant, as their access level's preset is: everything becomes their
+// tenant, and the operator's own verbs (OperatorOnlyVerbs) are dropped, so a
+// seat in one of the operator's roles gives them no more than that.
+func withinTenantGrants(gs []Grant, tenant string) []Grant {
+	out := make([]Grant, 0, len(gs))
+	for _, g := range gs {
+		if g.Scope.Kind == "" {
+			g.Scope = Scope{ScopeTenant, tenant}
+		}
+		noun, all := strings.CutSuffix(g.Verb, ".*")
+		switch {
+		case OperatorOnly(g.Verb):
+		case all && slices.ContainsFunc(OperatorOnlyVerbs, func(v string) bool { return strings.HasPrefix(v, noun+".") }):
+			// Tenant.*, User.*: each verb of the noun but the operator's.
+			for _, v := range AllVerbs() {
+				if strings.HasPrefix(v, noun+".") && !OperatorOnly(v) {
+					e := g
+					e.Verb = v
+					out = append(out, e)
+				}
+			}
+		default:
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 func grantFromRow(row models.Permission, source, seat string) Grant {

@@ -133,3 +133,39 @@ func TestTenantPersonListsNothingOfAnotherTenantThroughAnAgentGrant(t *testing.T
 		t.Errorf("acme's person lists globex's session %s (%s)", it.ID, it.Title)
 	}
 }
+
+// A tenant's person seated by the operator in one of the operator's roles
+// holds its permissions within their tenant, and never the operator's own
+// verbs (OperatorOnlyVerbs), as their access level's preset does: seated in
+// a role holding Agent.create on everything, acme's person made the
+// operator's agents.
+func TestTenantPersonSeatedInAnOperatorRoleHoldsItWithinTheirTenant(t *testing.T) {
+	w := newLimitWorld(t, 1)
+	ctx, rt := t.Context(), w.rts[0]
+	acme := models.Tenant{ID: newID("ten"), Name: "acme", CreatedAt: time.Now()}
+	if err := w.db.Create(&acme).Error; err != nil {
+		t.Fatal(err)
+	}
+	p, _ := seatedViewer(t, w, "acme-ops@example.com", models.Permission{Verb: "Agent.create"}, models.Permission{Verb: "Vault.create"}, models.Permission{Verb: "Tenant.*"}, models.Permission{Verb: "User.*"})
+	w.db.Model(&models.User{}).Where("id = ?", p.ID).Update("tenant_id", acme.ID)
+	rt.auth.reset()
+	var u models.User
+	w.db.First(&u, "id = ?", p.ID)
+	p = rt.principalFor(ctx, u, "")
+	name := "not-theirs"
+	if _, err := rt.AgentCreate(ctx, p, AgentInput{Name: &name}); err == nil {
+		t.Fatal("acme's person made an agent of the operator's catalog")
+	}
+	for _, g := range p.Grants() {
+		if g.Scope.Kind == "" || OperatorOnly(g.Verb) || g.Matches("Tenant.create") || g.Matches("User.grant_owner") {
+			t.Errorf("acme's person holds %s", g)
+		}
+	}
+	if !p.Can("User.invite") || !p.Can("Tenant.get") {
+		t.Error("acme's person lost the role's User.invite and Tenant.get on their tenant")
+	}
+	v, err := rt.VaultCreate(ctx, p, VaultInput{Name: "acme-keys"})
+	if err != nil || v.Tenant != acme.ID {
+		t.Fatalf("acme's person's Vault.create from the role: %+v %v", v, err)
+	}
+}
