@@ -36,7 +36,11 @@ func (r *Runtime) runIn(ctx context.Context, p Principal, verb string, in CheckI
 		return err
 	}
 	a.permission = g.String()
-	return r.finish(ctx, p, verb, a, fn(a))
+	err = fn(a)
+	if e, ok := AsError(err); ok && e.Kind == KindInvalid {
+		r.giveBackUnit(ctx, p, g) // limit_refund.go
+	}
+	return r.finish(ctx, p, verb, a, err)
 }
 
 // authorize finds a grant of verb whose scope covers every noun id in targets.
