@@ -56,7 +56,7 @@ func (h *Handlers) Invite(c echo.Context) error {
 	email, access := c.FormValue("email"), c.FormValue("access")
 	inv, err := h.RT.UserInviteTenant(ctx(c), principal(c), email, access, c.FormValue("tenant"))
 	if e, ok := formError(err); ok {
-		return h.peoplePage(c, statusOf(e.Kind), pages.PeoplePage{Error: e.Error(), Email: email})
+		return h.peoplePage(c, statusOf(e.Kind), pages.PeoplePage{Error: e.Error(), Email: email, InviteAccess: access, InviteTenant: c.FormValue("tenant")})
 	}
 	if err != nil {
 		return err
