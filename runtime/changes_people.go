@@ -89,7 +89,7 @@ func (r *Runtime) recordVaultCreator(tx *gorm.DB, p Principal, v models.Vault, p
 		ctx = tx.Statement.Context
 	}
 	return r.recordChange(ctx, tx, p, ChangeVaultCreate, v.ID,
-		fmt.Sprintf("gave %s %d permission(s) on vault %s they made", p.Label, len(perms), v.Name), nil,
+		fmt.Sprintf("gave %s %s on vault %s they made", p.Label, countOf(len(perms), "permission"), v.Name), nil,
 		vaultGrantSnapshot{Vault: v.ID, VaultName: v.Name, User: p.ID, Permissions: perms})
 }
 

@@ -51,7 +51,7 @@ func (r *Runtime) takeLimit(ctx context.Context, p Principal, g Grant, in CheckI
 				return err
 			}
 			if !ok {
-				return limitReached(g, fmt.Sprintf("all %d of this %s are used", l.Count, l.Period), now, next)
+				return limitReached(g, countUsed(l.Count, l.Period), now, next)
 			}
 		}
 		if spend {

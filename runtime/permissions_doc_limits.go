@@ -23,8 +23,8 @@ const permissionsDocLimits = "\n## Limits\n\n" +
 	"  most, so it is never overrun.\n\n" +
 	"A call over a limit is refused with `limit_reached` (HTTP 429 with `Retry-After` for\n" +
 	"a count or spend, 403 for an input ceiling), a detail naming the limit and when it\n" +
-	"resets (`limit reached: Session.create * (role Billing; 20 a day): all 20 of this day\n" +
-	"are used; it resets at 2026-12-03T00:00:00Z (in 5h3m0s)`), and is recorded on the Audit\n" +
+	"resets (`limit reached: Session.create * (role Billing; 20 a day): all 20 calls of this\n" +
+	"day are used; it resets at 2026-12-03T00:00:00Z (in 5h3m0s)`), and is recorded on the Audit\n" +
 	"page as `refused` with that reason. A call allowed under a limit records it with its\n" +
 	"permission (`… (role Billing; 20 a day)`). The counters are exact under concurrency:\n" +
 	"each unit is taken by one conditional statement (`INSERT … ON CONFLICT DO UPDATE …\n" +

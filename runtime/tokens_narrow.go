@@ -186,7 +186,7 @@ func (r *Runtime) createNarrowedToken(ctx context.Context, p Principal, t *model
 			"parent": t.ParentID, "permissions": names}
 		summary := fmt.Sprintf("token %q made", t.Name)
 		if t.Narrowed {
-			summary = fmt.Sprintf("token %q made, narrowed to %d permission(s)", t.Name, len(names))
+			summary = fmt.Sprintf("token %q made, narrowed to %s", t.Name, countOf(len(names), "permission"))
 		}
 		return r.recordChange(ctx, tx, p, ChangeTokenCreate, t.ID, summary, nil, after)
 	})
