@@ -457,7 +457,7 @@ func (r *Runtime) mayGrantAll(ctx context.Context, p Principal, perms []models.P
 	for _, pm := range perms {
 		s, err := ParseScope(pm.Scope)
 		if err != nil || !r.mayGrant(ctx, p, pm.Verb, s) {
-			return &Error{Kind: KindForbidden, Code: "missing_permission", Title: "Permission denied", MissingPermission: pm.Verb + " " + pm.Scope,
+			return &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied", MissingPermission: pm.Verb + " " + pm.Scope,
 				Detail: fmt.Sprintf("undoing this gives %s %s, which you do not hold yourself", pm.Verb, pm.Scope)}
 		}
 	}

@@ -40,7 +40,7 @@ func TestLimitedPermissionCannotBeHandedOutToEscapeItsLimit(t *testing.T) {
 			t.Fatalf("holding Agent.create at 1 a day, they made role %s (%+v) and seated themselves; Agent.create again: %v", role, pi, err)
 		}
 		e, _ := AsError(serr)
-		if rerr == nil && (e == nil || e.Code != "missing_permission" || !strings.Contains(e.Detail, "Agent.create")) {
+		if rerr == nil && (e == nil || e.Code != "permission_denied" || !strings.Contains(e.Detail, "Agent.create")) {
 			t.Errorf("seating in %s refused without naming Agent.create: %v", role, serr)
 		}
 	}
@@ -55,12 +55,12 @@ func TestLimitedPermissionCannotBeHandedOutToEscapeItsLimit(t *testing.T) {
 	}
 	perms = append(perms, PermissionInput{Verb: "Agent.*", Scope: "*"})
 	_, err = rt.RoleUpdate(ctx, p, RoleInput{Role: own.ID, Permissions: &perms})
-	if e, _ := AsError(err); e == nil || e.Code != "missing_permission" {
+	if e, _ := AsError(err); e == nil || e.Code != "permission_denied" {
 		t.Fatalf("they added Agent.* to their own role: %v", err)
 	}
 	perms[len(perms)-1] = PermissionInput{Verb: "Agent.create", Scope: "*"}
 	_, err = rt.RoleUpdate(ctx, p, RoleInput{Role: own.ID, Permissions: &perms})
-	if e, _ := AsError(err); e == nil || e.Code != "missing_permission" || !strings.Contains(e.Detail, "Agent.create") {
+	if e, _ := AsError(err); e == nil || e.Code != "permission_denied" || !strings.Contains(e.Detail, "Agent.create") {
 		t.Fatalf("they added Agent.create, unlimited, to their own role (holding it at 1 a day): %v", err)
 	}
 }

@@ -485,7 +485,7 @@ func (r *Runtime) checkPermissions(ctx context.Context, p Principal, in []Permis
 		}
 		seen[pi.Verb+" "+pi.Scope] = i
 		if !r.mayGrant(ctx, p, pi.Verb, scope) {
-			return nil, &Error{Kind: KindForbidden, Code: "missing_permission", Title: "Permission denied", Field: f,
+			return nil, &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied", Field: f,
 				MissingPermission: pi.Verb + " " + pi.Scope,
 				Detail:            fmt.Sprintf("%s: you may not grant %s %s, which you do not hold yourself", f, pi.Verb, pi.Scope)}
 		}

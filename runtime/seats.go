@@ -91,7 +91,7 @@ func (r *Runtime) SeatCreate(ctx context.Context, p Principal, in SeatInput) (Se
 			for _, pm := range perms {
 				s, err := ParseScope(pm.Scope)
 				if err != nil || !r.mayGrant(ctx, p, pm.Verb, s) {
-					return &Error{Kind: KindForbidden, Code: "missing_permission", Title: "Permission denied", Field: "role",
+					return &Error{Kind: KindForbidden, Code: "permission_denied", Title: "Permission denied", Field: "role",
 						MissingPermission: pm.Verb + " " + pm.Scope,
 						Detail:            fmt.Sprintf("role %s holds %s %s, which you do not hold yourself, so you may not seat anyone in it", role.Name, pm.Verb, pm.Scope)}
 				}
