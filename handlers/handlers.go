@@ -63,7 +63,7 @@ func (h *Handlers) shell(c echo.Context, title, section string) layout.Shell {
 	p := principal(c)
 	pending := h.RT.PendingApprovals(ctx(c), p)
 	return layout.Shell{Title: title, Section: section, Email: p.Label, Access: p.Access, Flashes: h.takeFlashes(c),
-		Pending: pending, PendingEvents: pendingEvents(c, p, pending)}
+		Pending: pending, PendingEvents: pendingEvents(c, p, pending), Can: p.Can}
 }
 
 func (h *Handlers) session(c echo.Context) *sessions.Session {
