@@ -59,6 +59,7 @@ func startEgress(env []string) []string {
 		fmt.Fprintln(os.Stderr, "subako sandbox agent: egress proxy:", err)
 		return out
 	}
+	ownPort("127.0.0.1", EgressProxyPort)
 	if mode == EgressAllowlist {
 		if err := relayDNS("127.0.0.1:53", sock); err != nil {
 			fmt.Fprintln(os.Stderr, "subako sandbox agent: egress DNS:", err)

@@ -116,7 +116,11 @@ func listeningPorts() ([]ListenPort, error) {
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
-		out = append(out, ports...)
+		for _, lp := range ports {
+			if !isOwnPort(lp) {
+				out = append(out, lp)
+			}
+		}
 	}
 	slices.SortFunc(out, func(a, b ListenPort) int {
 		if a.Port != b.Port {
