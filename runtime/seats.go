@@ -96,6 +96,9 @@ func (r *Runtime) SeatCreate(ctx context.Context, p Principal, in SeatInput) (Se
 						Detail:            fmt.Sprintf("role %s holds %s %s, which you do not hold yourself, so you may not seat anyone in it", role.Name, pm.Verb, pm.Scope)}
 				}
 			}
+			if err := tenantSeatRefusal(u, role, perms); err != nil {
+				return err
+			}
 			var n int64
 			if err := tx.Model(&models.Seat{}).Where("user_id = ?", u.ID).Count(&n).Error; err != nil {
 				return err
