@@ -21,8 +21,19 @@ func (h *Handlers) peoplePage(c echo.Context, status int, extra pages.PeoplePage
 	view.Levels = runtime.AccessLevels
 	view.Tenants = h.tenantOptions(c)
 	view.Seating = h.seating(c)
+	tenants := h.RT.TenantNames(ctx(c), p)
+	view.TenantColumn = len(tenants) > 0
+	if p.TenantID != "" {
+		view.Levels = tenantLevels()
+	}
 	for _, u := range users {
 		row := pages.PersonRow{ID: u.ID, Email: u.Email, Name: u.Name, Access: u.Access, Since: isoTime(u.CreatedAt), You: u.ID == p.ID}
+		if u.Tenant != "" {
+			row.Tenant, row.Levels = tenants[u.Tenant], tenantLevels()
+			if row.Tenant == "" {
+				row.Tenant = u.Tenant
+			}
+		}
 		if view.Manage {
 			row.RemoveRefusal = h.RT.UserRemoveRefusal(ctx(c), p, u.ID)
 		}
@@ -138,4 +149,16 @@ func (h *Handlers) RevokeToken(c echo.Context) error {
 	}
 	h.flash(c, "ok", "Token revoked.")
 	return redirect(c, "/tokens")
+}
+
+// tenantLevels are the access levels a tenant's person can hold: every one
+// but owner (a tenant has no owner; naming one is always refused).
+func tenantLevels() []string {
+	var out []string
+	for _, l := range runtime.AccessLevels {
+		if l != runtime.AccessOwner {
+			out = append(out, l)
+		}
+	}
+	return out
 }

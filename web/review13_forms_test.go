@@ -54,3 +54,42 @@ func TestGrantResourceErrorIsTiedToItsInput(t *testing.T) {
 		t.Errorf("the CPU input is marked invalid: %s", cpu)
 	}
 }
+
+// The People page names each person's tenant (acme's admin looked like an
+// operator's admin) and offers a tenant's person only the levels they can
+// hold (owner was offered, and always refused).
+func TestPeoplePageNamesTheTenantAndOffersOnlyLevelsTheyCanHold(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	var tn struct{ ID string }
+	if s := e.api(owner.token(), "POST", "/tenants", map[string]any{"name": "acme"}, &tn); s != 201 {
+		t.Fatalf("Tenant.create: %d", s)
+	}
+	admin := e.tenantPerson(owner, "ada@acme.test", "admin", tn.ID)
+	e.person(owner, "op@example.com", "admin")
+	_, page := owner.get("/people")
+	cell := regexp.MustCompile(`(?s)data-testid="tenant-of-([^"]+)">(.*?)</td>`)
+	tenants := map[string]string{}
+	for _, m := range cell.FindAllStringSubmatch(page, -1) {
+		tenants[m[1]] = strings.TrimSpace(regexp.MustCompile(`<[^>]+>`).ReplaceAllString(m[2], ""))
+	}
+	if tenants["ada@acme.test"] != "acme" || tenants["op@example.com"] != "The operator" {
+		t.Errorf("the People page's tenant column: %v", tenants)
+	}
+	dropdown := func(page, email string) string {
+		return regexp.MustCompile(`(?s)data-testid="access-`+regexp.QuoteMeta(email)+`">.*?</select>`).FindString(page)
+	}
+	if d := dropdown(page, "ada@acme.test"); d == "" || strings.Contains(d, `value="owner"`) {
+		t.Errorf("acme's admin's access offers owner: %s", d)
+	}
+	if d := dropdown(page, "op@example.com"); !strings.Contains(d, `value="owner"`) {
+		t.Errorf("the operator's admin's access does not offer owner: %s", d)
+	}
+	_, page = admin.get("/people")
+	if d := dropdown(page, "ada@acme.test"); strings.Contains(d, `value="owner"`) {
+		t.Errorf("acme's admin is offered owner on their own People page: %s", d)
+	}
+	if strings.Contains(page, `<option value="owner"`) {
+		t.Errorf("acme's admin's People page offers owner")
+	}
+}
