@@ -77,7 +77,7 @@ func TestPeoplePageNamesTheTenantAndOffersOnlyLevelsTheyCanHold(t *testing.T) {
 		t.Errorf("the People page's tenant column: %v", tenants)
 	}
 	dropdown := func(page, email string) string {
-		return regexp.MustCompile(`(?s)data-testid="access-`+regexp.QuoteMeta(email)+`">.*?</select>`).FindString(page)
+		return regexp.MustCompile(`(?s)data-testid="access-` + regexp.QuoteMeta(email) + `">.*?</select>`).FindString(page)
 	}
 	if d := dropdown(page, "ada@acme.test"); d == "" || strings.Contains(d, `value="owner"`) {
 		t.Errorf("acme's admin's access offers owner: %s", d)
