@@ -95,6 +95,7 @@ func apiRoutes(h *handlers.Handlers) []APIRoute {
 		{"Sandbox.files", http.MethodGet, "/sandboxes/:sandbox/files", h.APISandboxFiles},
 		{"Sandbox.readFile", http.MethodGet, "/sandboxes/:sandbox/files/*", h.SandboxFileGet},
 		{"Sandbox.writeFile", http.MethodPut, "/sandboxes/:sandbox/files/*", h.APISandboxFilePut},
+		{"Sandbox.ports", http.MethodGet, "/sandboxes/:sandbox/ports", h.APISandboxPorts},
 		{"Sandbox.port", http.MethodPost, "/sandboxes/:sandbox/ports/:port", h.APIOpenPort},
 		{"Usage.get", http.MethodGet, "/usage", h.APIUsageGet},
 		{"User.list", http.MethodGet, "/users", h.APIUserList},
