@@ -124,6 +124,9 @@ func (g Grant) Matches(verb string) bool {
 // "Vault.use vault:vlt_… (role Billing; 20 a day)".
 func (g Grant) String() string {
 	s := g.Verb + " " + g.Scope.String()
+	if id, ok := strings.CutPrefix(g.Source, "session:"); ok && g.Scope.String() == "*" {
+		s = g.Verb + " session:" + id // a session's token acts on its own session only
+	}
 	var why []string
 	if src := sourceWords(g.Source); src != "" {
 		why = append(why, src)
@@ -147,6 +150,8 @@ func sourceWords(src string) string {
 		return strings.TrimPrefix(src, "access:") + " preset"
 	case strings.HasPrefix(src, "token:"):
 		return "token " + strings.TrimPrefix(src, "token:")
+	case strings.HasPrefix(src, "session:"):
+		return "its own session"
 	}
 	return src
 }

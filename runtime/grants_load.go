@@ -58,11 +58,12 @@ func (c *grantCache) put(key string, gen uint64, gs []Grant) {
 }
 
 // sessionGrants are a session token's verbs. Its own session is enforced by
-// the verbs themselves (loadSession answers other_session).
-func sessionGrants() []Grant {
+// the verbs themselves (loadSession answers other_session); Source names it,
+// so an Action reads "ToolCall.create session:ses_… (its own session)".
+func sessionGrants(sessionID string) []Grant {
 	out := make([]Grant, 0, len(sessionVerbs))
 	for _, v := range sessionVerbs {
-		out = append(out, Grant{Verb: v, Scope: ScopeAll, Source: "session"})
+		out = append(out, Grant{Verb: v, Scope: ScopeAll, Source: "session:" + sessionID})
 	}
 	return out
 }

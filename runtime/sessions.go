@@ -34,7 +34,7 @@ func SessionPrincipal(sessionID, title string) Principal {
 	if title != "" {
 		label = "session " + title
 	}
-	return Principal{Kind: PrincipalSession, ID: sessionID, Label: label, SessionID: sessionID, grants: sessionGrants()}
+	return Principal{Kind: PrincipalSession, ID: sessionID, Label: label, SessionID: sessionID, grants: sessionGrants(sessionID)}
 }
 
 // SessionView is a session as interfaces show it; Token only at creation.
