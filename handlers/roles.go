@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,10 +111,29 @@ func verbGroups() []pages.VerbGroup {
 	return out
 }
 
+// heldVerbGroups are the verbs p may put in a role: those p holds (any
+// other is refused), and those a refused form had checked (kept as typed),
+// grouped by noun.
+func heldVerbGroups(p runtime.Principal, typed []string) []pages.VerbGroup {
+	var out []pages.VerbGroup
+	for _, g := range verbGroups() {
+		var vs []string
+		for _, v := range g.Verbs {
+			if p.Can(v) || slices.Contains(typed, v) {
+				vs = append(vs, v)
+			}
+		}
+		if len(vs) > 0 {
+			out = append(out, pages.VerbGroup{Noun: g.Noun, Verbs: vs})
+		}
+	}
+	return out
+}
+
 // rolesForm is what the role forms offer.
-func (h *Handlers) rolesForm(c echo.Context) pages.RoleForm {
+func (h *Handlers) rolesForm(c echo.Context, typed []string) pages.RoleForm {
 	p := principal(c)
-	return pages.RoleForm{Groups: verbGroups(), Scopes: h.RT.ScopeChoices(ctx(c), p), Periods: runtime.LimitPeriods()}
+	return pages.RoleForm{Groups: heldVerbGroups(p, typed), Scopes: h.RT.ScopeChoices(ctx(c), p), Periods: runtime.LimitPeriods()}
 }
 
 // Roles lists the built-in access levels and the roles, with a form to create one.
@@ -127,9 +147,22 @@ func (h *Handlers) rolesPage(c echo.Context, status int, errMsg string, draft pa
 	if err != nil {
 		return err
 	}
+	if p.TenantID != "" { // a tenant's people hold the built-in levels without the operator's verbs
+		for i := range roles {
+			if roles[i].BuiltIn {
+				var kept []runtime.PermissionView
+				for _, pm := range roles[i].Permissions {
+					if !runtime.OperatorOnly(pm.Verb) {
+						kept = append(kept, pm)
+					}
+				}
+				roles[i].Permissions = kept
+			}
+		}
+	}
 	view := pages.RolesPage{Roles: roles, Create: p.Can("Role.create"), Error: errMsg, Draft: draft}
 	if view.Create {
-		view.Form = h.rolesForm(c)
+		view.Form = h.rolesForm(c, draft.Verbs)
 	}
 	return render(c, status, pages.Roles(h.shell(c, "Roles", "roles"), view))
 }
@@ -225,7 +258,7 @@ func (h *Handlers) rolePage(c echo.Context, status int, errMsg string, draft pag
 		view.Seat = p.Can("Seat.create")
 		view.Unseat = p.Can("Seat.delete")
 		if view.Edit {
-			view.Form = h.rolesForm(c)
+			view.Form = h.rolesForm(c, draft.Verbs)
 		}
 		if p.Can("Seat.list") {
 			view.Seats, _ = h.RT.SeatList(ctx(c), p, runtime.SeatFilter{Role: role.ID})

@@ -822,7 +822,9 @@ func (r *Runtime) ScopeChoices(ctx context.Context, p Principal) []ScopeChoice {
 			return out
 		}
 	}
-	kept := out[:1]
+	// "Everything" only to whom holds a grant on everything (returned above):
+	// anyone else is refused it, so it is not offered.
+	kept := out[1:1]
 	for _, ch := range out[1:] {
 		s := Scope{Kind: ch.Kind, ID: strings.TrimPrefix(ch.Value, ch.Kind+":")}
 		for _, g := range grants {
