@@ -12,9 +12,8 @@ func TestAuditShowsASessionTokensScopeAsItsSession(t *testing.T) {
 	owner := e.owner()
 	tok := owner.token()
 	id, agent := e.sessionOf(tok, e.publishedEmpty(tok), nil)
-	var pr problem
-	st := e.api(agent, "POST", "/sessions/"+id+"/tool_calls", map[string]any{"tool": "no_such_tool", "input": map[string]any{}}, &pr)
-	t.Logf("ToolCall.create: %d %+v", st, pr)
+	// Refused (no such tool) but recorded with the permission that let it try.
+	e.api(agent, "POST", "/sessions/"+id+"/tool_calls", map[string]any{"tool": "no_such_tool", "input": map[string]any{}}, nil)
 	_, page := owner.get("/audit?verb=ToolCall.create")
 	if !strings.Contains(page, "ToolCall.create session:"+id+" (its own session)") || strings.Contains(page, "* (session)") {
 		i := strings.Index(page, "ToolCall.create")

@@ -12,10 +12,7 @@ import (
 func TestRefusedInviteKeepsLevelAndTenant(t *testing.T) {
 	e := newEnv(t)
 	owner := e.owner()
-	var tn struct{ ID string }
-	if s := e.api(owner.token(), "POST", "/tenants", map[string]any{"name": "acme"}, &tn); s != 201 {
-		t.Fatalf("Tenant.create: %d", s)
-	}
+	tn := e.acme(owner.token())
 	_, page := owner.submit("/people/invite", url.Values{"email": {"not-an-address"}, "access": {"viewer"}, "tenant": {tn.ID}})
 	if !strings.Contains(page, "Could not invite") {
 		t.Fatalf("the invitation was not refused:\n%s", page)
@@ -61,10 +58,7 @@ func TestGrantResourceErrorIsTiedToItsInput(t *testing.T) {
 func TestPeoplePageNamesTheTenantAndOffersOnlyLevelsTheyCanHold(t *testing.T) {
 	e := newEnv(t)
 	owner := e.owner()
-	var tn struct{ ID string }
-	if s := e.api(owner.token(), "POST", "/tenants", map[string]any{"name": "acme"}, &tn); s != 201 {
-		t.Fatalf("Tenant.create: %d", s)
-	}
+	tn := e.acme(owner.token())
 	admin := e.tenantPerson(owner, "ada@acme.test", "admin", tn.ID)
 	e.person(owner, "op@example.com", "admin")
 	_, page := owner.get("/people")

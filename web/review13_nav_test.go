@@ -14,10 +14,7 @@ var navLink = regexp.MustCompile(`href="(/[a-z]+)"[^>]*data-testid="nav-([a-z]+)
 func TestNavShowsOnlyPagesThePersonMayOpen(t *testing.T) {
 	e := newEnv(t)
 	owner := e.owner()
-	var tn struct{ ID string }
-	if s := e.api(owner.token(), "POST", "/tenants", map[string]any{"name": "acme"}, &tn); s != 201 {
-		t.Fatalf("Tenant.create: %d", s)
-	}
+	tn := e.acme(owner.token())
 	admin := e.tenantPerson(owner, "ada@acme.test", "admin", tn.ID)
 	_, page := admin.get("/sessions")
 	links := navLink.FindAllStringSubmatch(page, -1)
@@ -45,4 +42,14 @@ func TestNavShowsOnlyPagesThePersonMayOpen(t *testing.T) {
 	if n := len(navLink.FindAllString(page, -1)); n != 15 || !strings.Contains(page, `data-testid="nav-agents"`) {
 		t.Errorf("the owner's nav has %d items, not the 14 pages and API tokens", n)
 	}
+}
+
+// acme makes the tenant acme with an owner's token and returns it.
+func (e *env) acme(tok string) struct{ ID string } {
+	e.t.Helper()
+	var tn struct{ ID string }
+	if s := e.api(tok, "POST", "/tenants", map[string]any{"name": "acme"}, &tn); s != 201 {
+		e.t.Fatalf("Tenant.create: %d", s)
+	}
+	return tn
 }

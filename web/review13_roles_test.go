@@ -13,10 +13,7 @@ import (
 func TestTenantAdminsRolesPageOffersOnlyWhatTheyMayGrant(t *testing.T) {
 	e := newEnv(t)
 	owner := e.owner()
-	var tn struct{ ID string }
-	if s := e.api(owner.token(), "POST", "/tenants", map[string]any{"name": "acme"}, &tn); s != 201 {
-		t.Fatalf("Tenant.create: %d", s)
-	}
+	tn := e.acme(owner.token())
 	admin := e.tenantPerson(owner, "ada@acme.test", "admin", tn.ID)
 	_, page := admin.get("/roles")
 	if !strings.Contains(page, `value="Session.list"`) {

@@ -13,10 +13,7 @@ func TestSeatingATenantPersonInAnOperatorRoleIsRefusedNamingTheVerbs(t *testing.
 	e := newEnv(t)
 	owner := e.owner()
 	tok := owner.token()
-	var tn struct{ ID string }
-	if s := e.api(tok, "POST", "/tenants", map[string]any{"name": "acme"}, &tn); s != 201 {
-		t.Fatalf("Tenant.create: %d", s)
-	}
+	tn := e.acme(tok)
 	var rp problem
 	if st := e.api(tok, "POST", "/roles", map[string]any{"name": "Builders", "permissions": []map[string]any{
 		{"verb": "Agent.list", "scope": "*"}, {"verb": "Skill.create", "scope": "*"}, {"verb": "Vault.list", "scope": "*"}}}, &rp); st != 201 {
