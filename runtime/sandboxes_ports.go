@@ -188,17 +188,19 @@ func (r *Runtime) SandboxPortDial(ctx context.Context, t PreviewTarget) (net.Con
 	return conn, err
 }
 
-// SandboxPorts lists what listens inside a running sandbox, for whoever may
-// see the sandbox (Sandbox.list); nil when it is not running or does not
+// SandboxPorts lists what listens inside a running sandbox for the
+// Sandboxes tab, whose listing is itself the recorded Sandbox.list: the
+// same check as Sandbox.ports (its scope included), no Action of its own.
+// nil when the person may not, or the sandbox is not running or does not
 // answer within the context's time.
 func (r *Runtime) SandboxPorts(ctx context.Context, p Principal, id string) []sandbox.ListenPort {
 	set := r.sandboxes()
-	if set == nil || !p.Can("Sandbox.list") {
+	if set == nil {
 		return nil
 	}
-	ports, err := set.mgr.ListPorts(ctx, id)
-	if err != nil {
+	if _, err := r.authorize(ctx, p, "Sandbox.ports", []string{id}, CheckInput{}); err != nil {
 		return nil
 	}
+	ports, _ := listPorts(ctx, set, id)
 	return ports
 }

@@ -30,15 +30,19 @@ func (r *Runtime) SandboxPortList(ctx context.Context, p Principal, id string) (
 		}
 		lctx, cancel := context.WithTimeout(ctx, portListTimeout)
 		defer cancel()
-		ports, err := set.mgr.ListPorts(lctx, id)
-		if errors.Is(err, sandbox.ErrNotRunning) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+		ports, err := listPorts(lctx, set, id)
 		out = append(out, ports...)
-		return nil
+		return err
 	}, id)
 	return out, err
+}
+
+// listPorts asks a sandbox's agent what listens; a sandbox that stopped
+// meanwhile listens on nothing.
+func listPorts(ctx context.Context, set *sandboxSet, id string) ([]sandbox.ListenPort, error) {
+	ports, err := set.mgr.ListPorts(ctx, id)
+	if errors.Is(err, sandbox.ErrNotRunning) {
+		return nil, nil
+	}
+	return ports, err
 }
