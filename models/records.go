@@ -251,6 +251,9 @@ type ToolCall struct {
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
 	DurationMS      int64 `gorm:"column:duration_ms"`
+	// ReplicaID is the replica running the call (set when it starts
+	// running), so recovery on another replica leaves a live one's calls.
+	ReplicaID string
 }
 
 // Approval is the decision an ask-first call waits for.
@@ -309,6 +312,10 @@ type Sandbox struct {
 	ArchiveSHA256  string `gorm:"column:archive_sha256"`
 	ArchiveError   string
 	ArchiveNote    string
+	// ReplicaID owns the running sandbox until LeaseExpiresAt, renewed by
+	// its heartbeat (issue 19).
+	ReplicaID      string
+	LeaseExpiresAt *time.Time
 	// CreatedAt orders the list of sandboxes; gorm sets it on insert and
 	// never in the store's upsert.
 	CreatedAt time.Time
