@@ -47,6 +47,11 @@ type Config struct {
 	OnUsage func(UsageEvent)
 	NewID   func() string
 	Logger  *slog.Logger
+	// Owner shares sandboxes between replicas of one database (nil: this
+	// Manager's alone); RetireGate, when set, lets only one replica retire
+	// suspended sandboxes at a tick (it reports whether this one may).
+	Owner      Ownership
+	RetireGate func(ctx context.Context) bool
 }
 
 // Key names a sandbox: one per grant in a session. Release and Network are
@@ -186,6 +191,10 @@ func (m *Manager) acquire(ctx context.Context, key Key) (*box, Machine, error) {
 			continue
 		}
 		if b.machine == nil {
+			if err := m.claimLocked(ctx, b); err != nil {
+				b.mu.Unlock()
+				return nil, nil, err
+			}
 			if err := m.recoverWorkspace(b); err != nil {
 				b.mu.Unlock()
 				return nil, nil, err

@@ -37,6 +37,9 @@ func (m *Manager) Tick(ctx context.Context) error {
 		}
 		b.mu.Unlock()
 	}
+	if m.cfg.RetireGate != nil && !m.cfg.RetireGate(ctx) {
+		return errors.Join(errs...)
+	}
 	suspended, err := m.cfg.Store.ListByState(ctx, StateSuspended)
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("sandbox: list suspended: %w", err))...)
@@ -74,6 +77,11 @@ func (m *Manager) retire(ctx context.Context, stored Record) error {
 	b := m.adopt(stored)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !b.gone && b.machine == nil && b.rec.ID == stored.ID {
+		// The stored record is the newer: another replica may have run and
+		// suspended this sandbox since this box was last used here.
+		b.rec = stored
+	}
 	if b.gone || b.machine != nil || b.rec.State != StateSuspended {
 		return nil // an exec woke it meanwhile
 	}
@@ -142,6 +150,9 @@ func (m *Manager) Recover(ctx context.Context) error {
 		return errors.Join(append(errs, fmt.Errorf("sandbox: list running: %w", err))...)
 	}
 	for _, rec := range running {
+		if m.cfg.Owner != nil && !m.cfg.Owner.Recoverable(ctx, rec) {
+			continue // a live replica runs it
+		}
 		b := m.adopt(rec)
 		b.mu.Lock()
 		if err := m.recoverWorkspace(b); err != nil {
