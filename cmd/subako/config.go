@@ -67,6 +67,8 @@ type Config struct {
 	Volumes volumeFlags
 	// Releases: the release images' cache (releases.go).
 	Releases releaseFlags
+	// ArchiveStore: where sandbox archives are kept (archivestore.go).
+	ArchiveStore archiveStoreFlags
 }
 
 // bindDB registers the flags every database-touching command shares.
@@ -118,6 +120,7 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	bindLimits(fs, &c.Limits)
 	bindVolumes(fs, &c.Volumes)
 	bindReleases(fs, &c.Releases)
+	bindArchiveStore(fs, &c.ArchiveStore)
 }
 
 // parseFlags applies environment fallbacks for flags not given on the command line.
@@ -167,6 +170,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Releases.validate(); err != nil {
+		return err
+	}
+	if err := c.ArchiveStore.validate(); err != nil {
 		return err
 	}
 	if c.RevealMax < 1 || c.RevealMax > 1_000_000 {

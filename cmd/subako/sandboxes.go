@@ -39,9 +39,9 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 		driver, err = local.New(local.Config{Logger: log, DiskBytes: int64(c.SandboxDisk), TmpBytes: int64(c.SandboxTmp),
 			WorkspaceRoot: filepath.Join(data, "sandboxes"), Images: images, RootBytes: int64(c.Releases.RootSize)})
 	}
-	var archives *archive.Local
+	var archives archive.Store
 	if err == nil {
-		archives, err = archive.NewLocal(filepath.Join(data, "archives"))
+		archives, err = openArchives(ctx, &c.ArchiveStore, data, log)
 	}
 	if err == nil {
 		err = rt.StartSandboxes(ctx, runtime.SandboxOptions{Driver: driver, Archives: archives,
