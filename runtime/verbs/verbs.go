@@ -64,8 +64,8 @@ func split(name string) (string, string) {
 	return name, ""
 }
 
-// registry is filled by registry.go (declarations, in API.md's order).
-var registry []Verb
+// registry is declared in registry.go, in API.md's order.
+var registry = declared()
 
 // All is every verb, in API.md's order. Callers must not modify the schemas.
 func All() []Verb { return registry }
