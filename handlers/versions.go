@@ -100,6 +100,7 @@ func (h *Handlers) versionPage(c echo.Context, id string) (pages.VersionPage, er
 		view.Published = isoTime(*v.PublishedAt)
 	}
 	view.Pins = h.pinsCard(c, v)
+	view.ToolsAs = toolsAsCard(v, view.Draft && view.CanEdit)
 	for _, t := range ts {
 		view.Tools = append(view.Tools, pages.ToolRow{Name: t.Name, Kind: t.Kind, Grant: t.Grant, Tool: t.Tool, Policy: t.Policy,
 			Source: t.PolicySource, Description: t.Description, Schema: schemaText(t.InputSchema), Offered: t.Offered, Discovered: t.Discovered,

@@ -100,17 +100,32 @@ func (r *Runtime) VersionRemoveGrant(ctx context.Context, p Principal, version, 
 
 func (r *Runtime) editConfig(ctx context.Context, p Principal, version string, edit func(map[string][]json.RawMessage) error) (VersionView, error) {
 	return r.updateConfig(ctx, p, version, func(current string) ([]byte, error) {
+		// The config holds settings beside the lists of grants (tools_as):
+		// they pass through as they are.
+		whole := map[string]json.RawMessage{}
+		_ = json.Unmarshal([]byte(current), &whole)
 		cfg := map[string][]json.RawMessage{}
-		_ = json.Unmarshal([]byte(current), &cfg)
+		for k, raw := range whole {
+			var list []json.RawMessage
+			if json.Unmarshal(raw, &list) == nil {
+				cfg[k] = list
+			}
+		}
 		if err := edit(cfg); err != nil {
 			return nil, err
 		}
 		for k, list := range cfg {
 			if len(list) == 0 {
-				delete(cfg, k)
+				delete(whole, k)
+				continue
 			}
+			b, err := json.Marshal(list)
+			if err != nil {
+				return nil, err
+			}
+			whole[k] = b
 		}
-		return json.Marshal(cfg)
+		return json.Marshal(whole)
 	})
 }
 

@@ -40,6 +40,10 @@ type Config struct {
 	Sandboxes  []Sandbox   `json:"sandboxes,omitempty"`
 	Functions  []Function  `json:"functions,omitempty"`
 	Builtins   []Builtin   `json:"builtins,omitempty"`
+	// ToolsAs is how a session of the version offers its tools over MCP:
+	// "" (written "flat" too: one MCP tool per offered tool) or "code"
+	// (search, fetch and do over a typed $ of them: tools_as.go).
+	ToolsAs string `json:"tools_as,omitempty"`
 }
 
 // MCPServer grants the tools of a remote MCP server reached at URL.

@@ -40,7 +40,22 @@ func Diff(a, b Config) []Change {
 	out = append(out, diffKind(KindSandbox, views(a.Sandboxes, sandboxSettings), views(b.Sandboxes, sandboxSettings))...)
 	out = append(out, diffKind(KindFn, views(a.Functions, fnSettings), views(b.Functions, fnSettings))...)
 	out = append(out, diffKind(KindBuiltin, views(a.Builtins, builtinSettings), views(b.Builtins, builtinSettings))...)
+	if a.ToolsAs != b.ToolsAs {
+		out = append(out, Change{Kind: KindSetting, Name: "tools_as", Op: OpChanged,
+			Fields: []FieldChange{{Field: "tools_as", Before: toolsAsText(a.ToolsAs), After: toolsAsText(b.ToolsAs)}}})
+	}
 	return out
+}
+
+// KindSetting is the Kind of a Change to a version setting rather than a grant.
+const KindSetting = "setting"
+
+// toolsAsText says the default, flat, rather than leave it blank.
+func toolsAsText(s string) string {
+	if s == "" {
+		return ToolsFlat
+	}
+	return s
 }
 
 // A grantView is a grant reduced to its name and its settings as text, so

@@ -83,6 +83,7 @@ var titles = map[string]string{
 	"invalid_allow":        "Invalid allowlist entry",
 	"invalid_resource":     "Invalid resource",
 	"over_ceiling":         "Over the server's ceiling",
+	"invalid_tools_as":     "Unknown tools setting",
 }
 
 // fieldError builds a FieldError with the title of its code.

@@ -6,7 +6,7 @@ import (
 )
 
 // kindFields are the config's top-level fields, in API.md's order.
-var kindFields = []string{"mcp_servers", "skills", "sandboxes", "functions", "builtins"}
+var kindFields = []string{"mcp_servers", "skills", "sandboxes", "functions", "builtins", "tools_as"}
 
 func (v *validator) config(root *node) Config {
 	top, ok := v.object("", root, "a config", kindFields...)
@@ -21,6 +21,7 @@ func (v *validator) config(root *node) Config {
 		Sandboxes:  readKind(v, top, "sandboxes", (*validator).sandbox),
 		Functions:  readKind(v, top, "functions", (*validator).function),
 		Builtins:   readKind(v, top, "builtins", (*validator).builtin),
+		ToolsAs:    v.toolsAs(top),
 	}
 }
 

@@ -55,7 +55,7 @@ var rejectCases = []struct {
 	{"empty", ``, "", "invalid_json", "config is empty; send a JSON object such as {}"},
 	{"not an object", `[]`, "", "invalid_type", "config must be an object; found an array"},
 	{"unknown kind", `{"clients": []}`, "clients", "unknown_field",
-		`unknown field "clients"; a config has mcp_servers, skills, sandboxes, functions and builtins`},
+		`unknown field "clients"; a config has mcp_servers, skills, sandboxes, functions, builtins and tools_as`},
 	{"kind not a list", `{"skills": {}}`, "skills", "invalid_type", "skills must be an array; found an object"},
 	{"unknown sandbox field", sandboxWith(env2026 + `, ` + netNone + `, "memory": 4096`), "sandboxes[0].memory", "unknown_field", ""},
 	{"unknown nested field", sandboxWith(`"environment": {"type": "platform", "release": "2026", "image": "x"}, ` + netNone),
