@@ -47,7 +47,17 @@ func (r *Runtime) Subscribe() (<-chan Event, func()) {
 	}
 }
 
+// publish tells this process's subscribers and, on PostgreSQL, the other
+// replicas' (events_pg.go).
 func (r *Runtime) publish(e Event) {
+	r.fanout(e)
+	if b := r.bus.Load(); b != nil {
+		b.send(e)
+	}
+}
+
+// fanout tells this process's subscribers only.
+func (r *Runtime) fanout(e Event) {
 	h := r.events
 	h.mu.Lock()
 	defer h.mu.Unlock()

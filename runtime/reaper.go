@@ -9,12 +9,19 @@ import (
 	"github.com/subako/subako/models"
 )
 
-// Start recovers what a restart interrupted and runs the timers that end
-// waiting: approvals that expire and client calls nobody answers. All timers
-// are derived from timestamps in the database, so a restart resumes them.
+// Start registers this replica, recovers what a restart interrupted and
+// runs the timers that end waiting: approvals that expire and client calls
+// nobody answers. All timers are derived from timestamps in the database, so
+// a restart resumes them; with several replicas on one database each timer
+// runs under a lease (leases.go), on one replica at a time.
 func (r *Runtime) Start(ctx context.Context, every time.Duration) {
 	ctx, r.stop = context.WithCancel(ctx)
+	if err := r.registerReplica(ctx); err != nil {
+		r.opts.Log.Error("runtime: replica not registered; its calls look dead to other replicas", "err", err)
+	}
+	r.startBus(ctx) // events_pg.go: events from the other replicas
 	r.recover(ctx)
+	go r.heartbeatLoop(ctx)
 	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -23,16 +30,20 @@ func (r *Runtime) Start(ctx context.Context, every time.Duration) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				r.Reap(ctx)
+				r.runOnce(ctx, "reaper", reaperLease(every), r.Reap)
 			}
 		}
 	}()
 }
 
-// recover fails calls that were running when the server stopped (their
-// outcome is unknown) and runs calls approved but not yet started.
+// reaperLease outlasts several ticks, and a dead holder's heartbeat too.
+func reaperLease(every time.Duration) time.Duration { return max(5*every, 10*time.Second) }
+
+// recover fails calls that were running when this replica (or a dead one)
+// stopped (their outcome is unknown) and runs calls approved but not yet
+// started.
 func (r *Runtime) recover(ctx context.Context) {
-	r.interruptRunning(ctx)
+	r.interruptRunning(ctx, true)
 	var queued []string
 	r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("status = ?", CallQueued).Pluck("id", &queued)
 	for _, id := range queued {
@@ -43,13 +54,25 @@ func (r *Runtime) recover(ctx context.Context) {
 // interrupted is the error of a call a restart interrupted.
 const interrupted = "interrupted: the server restarted while the call ran"
 
-// interruptRunning marks the calls that were running when the server stopped
-// interrupted (failed, outcome unknown), each with an Action saying so, in
-// one transaction. Every call already has its ToolCall.create Action: it was
-// written with the call.
-func (r *Runtime) interruptRunning(ctx context.Context) {
+// interruptRunning marks the calls that were running on a replica that
+// stopped interrupted (failed, outcome unknown), each with an Action saying
+// so, in one transaction. Every call already has its ToolCall.create Action:
+// it was written with the call. A live replica's running calls are left
+// alone: only calls of a replica that is stopped, silent past
+// ReplicaDeadAfter or unknown are taken; at start (own) also this replica's
+// earlier run (same --replica-id) and calls recorded before replicas had
+// ids. The periodic reaper leaves calls without an id alone: such a call
+// can only come from before the upgrade, which the start already ended.
+func (r *Runtime) interruptRunning(ctx context.Context, own bool) {
+	live := r.db.Model(&models.Replica{}).Select("id").Where("stopped_at IS NULL AND heartbeat_at > ?", r.liveSince())
+	q := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("status = ?", CallRunning)
+	if own {
+		q = q.Where("replica_id = ? OR replica_id NOT IN (?)", r.replica.ID, live)
+	} else {
+		q = q.Where("replica_id <> '' AND replica_id <> ? AND replica_id NOT IN (?)", r.replica.ID, live)
+	}
 	var ids []string
-	if err := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("status = ?", CallRunning).Pluck("id", &ids).Error; err != nil {
+	if err := q.Pluck("id", &ids).Error; err != nil {
 		r.opts.Log.Error("runtime: find interrupted calls", "err", err)
 		return
 	}
@@ -88,6 +111,7 @@ func (r *Runtime) interruptRunning(ctx context.Context) {
 // run it at once.
 func (r *Runtime) Reap(ctx context.Context) {
 	now := r.now()
+	r.interruptRunning(ctx, false)
 	var expired []models.Approval
 	r.db.WithContext(ctx).Where("state = ? AND expires_at <= ?", ApprovalPending, now).Find(&expired)
 	for _, ap := range expired {
@@ -119,6 +143,7 @@ func (r *Runtime) Reap(ctx context.Context) {
 		r.finishCall(ctx, c, CallWaitingClient, nil, timeoutError{r.opts.ClientTimeout})
 	}
 	r.decayIfDue(ctx)
+	r.forgetReplicas(ctx)
 }
 
 type timeoutError struct{ after time.Duration }

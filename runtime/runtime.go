@@ -72,6 +72,16 @@ type Options struct {
 	// PermissionDecayDays removes a seat's permission unused this many days
 	// each night when its role sets no decay of its own (decay.go); 0 is off.
 	PermissionDecayDays int
+	// ReplicaID names this replica among those sharing the database
+	// (--replica-id); "" is a random id. A restart under the same id
+	// interrupts the calls its earlier run left running (replicas.go).
+	ReplicaID string
+	// ReplicaURL is where peers reach this replica (--advertise-url),
+	// stored in its replicas row.
+	ReplicaURL string
+	// ReadyChecks are further parts /readyz reflects (the archive store,
+	// the sandbox driver …), each named; see ReadyParts.
+	ReadyChecks []ReadyCheck
 }
 
 // Runtime holds what every verb needs.
@@ -93,6 +103,11 @@ type Runtime struct {
 	auth       authCache  // what bearer tokens resolved to (authcache.go)
 	hot        *hotPath   // the tool-call hot path's caches (hotpath.go)
 	grantCache grantCache // what people hold, per auth generation (grants_load.go)
+
+	replica    ReplicaInfo           // replicas.go
+	registered atomic.Bool           // the replicas row was written (Start)
+	bus        atomic.Pointer[pgBus] // events across replicas (events_pg.go); nil on SQLite
+	readyExtra readyChecks           // ready_parts.go
 
 	// decayDay is the UTC day decay last ran (decay.go).
 	decayDay atomic.Int64
@@ -129,7 +144,13 @@ func New(db *models.DB, opts Options) *Runtime {
 	if opts.ClientTimeout == 0 {
 		opts.ClientTimeout = 5 * time.Minute
 	}
-	r := &Runtime{db: db, opts: opts, logins: newThrottle(opts.LoginThrottle), mcp: mcpclient.NewPool(mcpclient.Options{Timeout: opts.MCPTimeout, AllowPrivate: opts.AllowPrivateEgress, Limits: opts.MCPLimits}), events: newHub(), hot: newHotPath()}
+	if opts.ReplicaID == "" {
+		opts.ReplicaID = newID("rep")
+	}
+	r := &Runtime{db: db, opts: opts, replica: ReplicaInfo{ID: opts.ReplicaID, URL: opts.ReplicaURL}, logins: newThrottle(opts.LoginThrottle), mcp: mcpclient.NewPool(mcpclient.Options{Timeout: opts.MCPTimeout, AllowPrivate: opts.AllowPrivateEgress, Limits: opts.MCPLimits}), events: newHub(), hot: newHotPath()}
+	for _, c := range opts.ReadyChecks {
+		r.AddReadyCheck(c)
+	}
 	r.watch()
 	r.watchAuthWrites() // before any statement runs: gorm's callbacks are not safe to change under way
 	return r
@@ -140,6 +161,7 @@ func (r *Runtime) Close() {
 	if r.stop != nil {
 		r.stop()
 	}
+	r.stopReplica(context.Background())
 	r.CloseEvents()
 	r.mcp.Close()
 	r.hot.close()

@@ -1,0 +1,135 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// /readyz reflects every part a replica needs to serve: the database (a
+// write, ready.go), events across replicas (PostgreSQL's listener), the
+// sandbox driver, and what the wiring adds (the archive store's Ping). A
+// part's error goes to the log, never into the answer: /readyz is public.
+
+// ReadyCheck is one further part of readiness; Check answers nil when the
+// part works. Wiring adds them (AddReadyCheck) once the part is built.
+type ReadyCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// ReadyPart is one part's state: "ok", "failing", or "off" (not
+// configured on this replica; not a failure).
+type ReadyPart struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+// ReadyReport is /readyz's answer.
+type ReadyReport struct {
+	Ready   bool        `json:"ready"`
+	Replica string      `json:"replica"`
+	Parts   []ReadyPart `json:"parts"`
+}
+
+// readyCheckTimeout bounds each further check.
+const readyCheckTimeout = 2 * time.Second
+
+type readyChecks struct {
+	mu     sync.Mutex
+	list   []ReadyCheck
+	at     time.Time
+	states map[string]string
+}
+
+// AddReadyCheck adds a part /readyz reflects (the archive store …).
+func (r *Runtime) AddReadyCheck(c ReadyCheck) {
+	x := &r.readyExtra
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.list = append(x.list, c)
+	x.at = time.Time{}
+}
+
+// ReadyParts checks every part, the further checks at most once per
+// readyFor (each bounded by readyCheckTimeout, all at once).
+func (r *Runtime) ReadyParts(ctx context.Context) ReadyReport {
+	rep := ReadyReport{Ready: true, Replica: r.replica.ID}
+	add := func(name, state string) {
+		rep.Parts = append(rep.Parts, ReadyPart{Name: name, State: state})
+		if state == "failing" {
+			rep.Ready = false
+		}
+	}
+	if err := r.Ready(ctx); err != nil {
+		add("database", "failing")
+	} else {
+		add("database", "ok")
+	}
+	switch {
+	case r.bus.Load() == nil:
+		add("events", "ok") // one process: nothing to cross
+	case r.EventsConnected():
+		add("events", "ok")
+	default:
+		// Waiters still re-read every recheckEvery: degraded, not down.
+		r.opts.Log.Warn("runtime: not ready", "part", "events", "err", errEventsDown)
+		add("events", "failing")
+	}
+	if r.sandboxes() != nil {
+		add("sandboxes", "ok")
+	} else {
+		add("sandboxes", "off")
+	}
+	for _, p := range r.extraParts(ctx) {
+		add(p.Name, p.State)
+	}
+	return rep
+}
+
+func (r *Runtime) extraParts(ctx context.Context) []ReadyPart {
+	x := &r.readyExtra
+	x.mu.Lock()
+	list := append([]ReadyCheck(nil), x.list...)
+	fresh := !x.at.IsZero() && time.Since(x.at) < readyFor
+	states := x.states
+	x.mu.Unlock()
+	if !fresh {
+		states = make(map[string]string, len(list))
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, c := range list {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readyCheckTimeout)
+				defer cancel()
+				done := make(chan error, 1)
+				go func() { done <- c.Check(cctx) }()
+				var err error
+				select {
+				case err = <-done:
+				case <-cctx.Done():
+					err = cctx.Err()
+				}
+				state := "ok"
+				if err != nil {
+					state = "failing"
+					r.opts.Log.Warn("runtime: not ready", "part", c.Name, "err", err)
+				}
+				mu.Lock()
+				states[c.Name] = state
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		x.mu.Lock()
+		x.states, x.at = states, time.Now()
+		x.mu.Unlock()
+	}
+	out := make([]ReadyPart, 0, len(list))
+	for _, c := range list {
+		out = append(out, ReadyPart{Name: c.Name, State: states[c.Name]})
+	}
+	return out
+}
