@@ -68,11 +68,12 @@ check:
 	@! $(GO) list -deps ./runtime/... | grep -E 'labstack/echo|a-h/templ|subako/(handlers|views|web)$$' || { echo "runtime imports the web layer"; exit 1; }
 
 # What the tests start for real: Chromium, bubblewrap and slirp4netns (Debian),
-# the reference MCP server, axe-core and the typst compiler (npm). Installed only when missing.
+# the reference MCP server, axe-core, the typst compiler and tsc (npm). Installed only when missing.
 MCP_TEST_SERVER := runtime/mcpclient/testdata/server-everything
 AXE := web/testdata/axe
 INSPECTOR := web/testdata/inspector
 TYPST := runtime/fn/packages/typst/compiler
+TYPESCRIPT := web/testdata/typescript
 deps:
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
@@ -87,6 +88,7 @@ deps:
 	@test -d $(AXE)/node_modules || { echo "installing axe-core for the browser tests (npm ci)"; npm ci --prefix $(AXE) --no-audit --no-fund --loglevel=error; }
 	@test -d $(INSPECTOR)/node_modules || { echo "installing the MCP Inspector for its strict tools/list check (npm ci)"; npm ci --prefix $(INSPECTOR) --no-audit --no-fund --loglevel=error; }
 	@test -d $(TYPST)/node_modules || { echo "installing the typst package's compiler (npm ci)"; npm ci --prefix $(TYPST) --no-audit --no-fund --loglevel=error; }
+	@test -d $(TYPESCRIPT)/node_modules || { echo "installing TypeScript for the typed client checks (npm ci)"; npm ci --prefix $(TYPESCRIPT) --no-audit --no-fund --loglevel=error; }
 
 clean:
 	rm -rf bin build
