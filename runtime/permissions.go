@@ -39,6 +39,8 @@ var readVerbs = []string{
 	"User.list",
 	"Token.list", "Token.create", "Token.revoke",
 	"Action.list",
+	// A code-mode program (/mcp do): each $ call inside is checked on its own.
+	"Program.run",
 }
 
 // readOnlyVerbs are the verbs that change nothing.
