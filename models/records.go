@@ -52,6 +52,9 @@ type Token struct {
 	// Narrowed tokens hold only their own permissions rows (migration 0025).
 	Narrowed bool
 	ParentID string
+	// Tools is what /mcp offers the token: "code" (search, fetch, do) or
+	// "flat" (one tool a verb) (migration 0026).
+	Tools string `gorm:"default:code"`
 }
 
 // Action is the record of one verb: who asked, what for, and the verdict.
@@ -73,6 +76,10 @@ type Action struct {
 	Permission        string
 	MissingPermission string
 	CreatedAt         time.Time
+	// ParentID is the code-mode program's Action a $ call ran inside;
+	// Program is a program's text, at most 64 KiB (migration 0026).
+	ParentID string
+	Program  string
 }
 
 // Agent is a named agent; what it may call lives in its versions.
