@@ -40,6 +40,8 @@ func statusOf(k runtime.Kind) int {
 		return http.StatusUnauthorized
 	case runtime.KindTooMany:
 		return http.StatusTooManyRequests
+	case runtime.KindUnavailable:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }

@@ -28,6 +28,9 @@ type act struct {
 	// permission allowed the call (Grant.String); missing is what a
 	// refusal lacked ("Vault.use vault:customer-a").
 	permission, missing string
+	// caller is the context's (caller.go): its client and model stand where
+	// the verb set none; its ParentAction links a $ call to its program.
+	caller Caller
 }
 
 func (a *act) target(ids ...string) {
@@ -48,11 +51,18 @@ func (r *Runtime) run(ctx context.Context, p Principal, verb string, fn func(a *
 // runOpen is run for the few verbs a caller uses before it has a Principal
 // (signing in, accepting an invitation): recorded the same way, not checked.
 func (r *Runtime) runOpen(ctx context.Context, p Principal, verb string, fn func(a *act) error) error {
-	a := &act{}
+	a := newAct(ctx)
 	return r.finish(ctx, p, verb, a, fn(a))
 }
 
 func (r *Runtime) finish(ctx context.Context, p Principal, verb string, a *act, err error) error {
+	if _, ok := AsError(err); !ok && err != nil {
+		// Any verb that reached the archive store while it was down (a
+		// download, a file read from a suspended sandbox's archive …).
+		if e := r.storeDown(err, verb+" could not be done"); e != nil {
+			err = e
+		}
+	}
 	switch e, ok := AsError(err); {
 	case err == nil && a.recorded:
 	case err == nil:
@@ -87,12 +97,14 @@ func (r *Runtime) actionRecord(p Principal, verb string, a *act, verdict, reason
 	return models.Action{
 		ID: newID("act"), Verb: truncate(verb, 100), ByKind: string(p.Kind), ByID: truncate(p.ID, 100), ByLabel: truncate(p.Label, 200),
 		Targets: truncate(strings.Join(a.targets, " "), 1000), Verdict: verdict, Reason: truncate(reason, 1000),
-		Model: truncate(a.model, 200), Version: truncate(a.version, 100), ClientInfo: truncate(a.client, 200), CreatedAt: r.now(),
+		Model: truncate(or(a.model, a.caller.Model), 200), Version: truncate(a.version, 100), ClientInfo: truncate(or(a.client, a.caller.Client), 200), CreatedAt: r.now(),
 		Permission: truncate(a.permission, 300), MissingPermission: truncate(a.missing, 300),
+		ParentID: truncate(a.caller.ParentAction, 100),
 	}
 }
 
 func (r *Runtime) record(ctx context.Context, p Principal, verb string, a *act, verdict, reason string) {
+	r.versionOf(ctx, p, a)
 	rec := r.actionRecord(p, verb, a, verdict, reason)
 	// The record is written outside the verb's transaction on purpose: a refusal
 	// or a failure rolls the verb back but must still be on the audit log.

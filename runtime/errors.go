@@ -20,6 +20,10 @@ const (
 	// KindTooMany is a refusal that passes with time (a throttle, a full
 	// capacity): RetryAfter says when to try again.
 	KindTooMany
+	// KindUnavailable is a part the server depends on that is down (the
+	// archive store): nothing was changed, and RetryAfter says when to try
+	// again.
+	KindUnavailable
 )
 
 // FieldError is one problem with one input field, named by its path.
