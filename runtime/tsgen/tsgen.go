@@ -94,6 +94,9 @@ func (g *gen) typ(s *jsonschema.Schema, d int, indent string) string {
 	if len(alts) == 0 {
 		return base
 	}
+	if base == "unknown" && len(alts) == 1 {
+		return alts[0][1 : len(alts[0])-1]
+	}
 	if base != "unknown" {
 		alts = append([]string{"(" + base + ")"}, alts...)
 	}
@@ -116,6 +119,10 @@ func (g *gen) base(s *jsonschema.Schema, d int, indent string) string {
 		default:
 			return g.nullable(s, "unknown")
 		}
+	}
+	// null last: "string[] | null", as Go's nil slices mean.
+	if nonNull := slices.DeleteFunc(slices.Clone(types), func(t string) bool { return t == "null" }); len(nonNull) < len(types) {
+		types = append(nonNull, "null")
 	}
 	parts := make([]string, 0, len(types))
 	for _, t := range types {
@@ -364,11 +371,32 @@ func union(parts []string) string {
 	return strings.Join(out, " | ")
 }
 
-// wrap parenthesizes a union or intersection before [] (parentheses are
-// always safe; a missing pair changes the meaning).
+// wrap parenthesizes a union or intersection before [] (a missing pair
+// changes the meaning); | and & inside braces, brackets, strings or comments
+// do not count.
 func wrap(t string) string {
-	if strings.ContainsAny(t, "|&") {
-		return "(" + t + ")"
+	depth, quoted := 0, false
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case !quoted && strings.HasPrefix(t[i:], "/*"):
+			end := strings.Index(t[i+2:], "*/")
+			if end < 0 {
+				return "(" + t + ")"
+			}
+			i += end + 3
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '{' || c == '[' || c == '(' || c == '<':
+			depth++
+		case c == '}' || c == ']' || c == ')' || c == '>':
+			depth--
+		case depth == 0 && (c == '|' || c == '&'):
+			return "(" + t + ")"
+		}
 	}
 	return t
 }

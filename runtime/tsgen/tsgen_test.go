@@ -53,7 +53,10 @@ var typeCases = []struct {
 		"{\n  \"\"?: unknown;\n  $x?: unknown;\n  \"2fa\"?: unknown;\n  \"my-server\": unknown;\n  ok_1?: unknown;\n}"},
 	{"required without a property", `{"type":"object","required":["id"]}`, "{\n  id: unknown;\n}"},
 	{"oneOf", `{"oneOf":[{"type":"string"},{"type":"object","properties":{"x":{"type":"number"}},"required":["x"]}]}`,
-		"(string | {\n  x: number;\n})"},
+		"string | {\n  x: number;\n}"},
+	{"array of objects with unions inside", `{"type":"array","items":{"type":"object","properties":{"s":{"enum":["a","b"],"description":"\" | {"}},"required":["s"]}}`,
+		"{\n  /** \" | { */\n  s: \"a\" | \"b\";\n}[]"},
+	{"array of a oneOf", `{"type":"array","items":{"oneOf":[{"type":"string"},{"type":"null"}]}}`, "(string | null)[]"},
 	{"anyOf beside a type", `{"type":"object","properties":{"a":{"type":"string"}},"anyOf":[{"required":["a"]},{"required":["b"]}]}`,
 		"({\n  a?: string;\n}) & ({\n  a: unknown;\n} | {\n  b: unknown;\n})"},
 	{"allOf", `{"allOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"object","properties":{"b":{"type":"string"}}}]}`,
@@ -231,4 +234,22 @@ func FuzzType(f *testing.F) {
 			t.Fatalf("Client over %s: %v\n%s", src, err, c)
 		}
 	})
+}
+
+// A schema made from a Go type keeps the fields' order, and omitempty ones
+// are optional.
+func TestTypeOfAGoType(t *testing.T) {
+	type agent struct {
+		Name        string   `json:"name" jsonschema:"1-100 characters"`
+		Description string   `json:"description,omitempty"`
+		Tags        []string `json:"tags,omitempty"`
+	}
+	s, err := jsonschema.For[agent](nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  /** 1-100 characters */\n  name: string;\n  description?: string;\n  tags?: string[] | null;\n}"
+	if got := Type(s); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
 }
