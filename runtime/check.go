@@ -23,7 +23,7 @@ type CheckInput struct {
 // A Principal without a covering grant gets an Action already refused, with
 // the missing permission (verb and scope) as its reason, and fn never runs.
 func (r *Runtime) runIn(ctx context.Context, p Principal, verb string, in CheckInput, fn func(a *act) error, targets ...string) error {
-	a := &act{}
+	a := newAct(ctx)
 	a.target(targets...)
 	g, err := r.authorize(ctx, p, verb, targets, in)
 	if err != nil {
