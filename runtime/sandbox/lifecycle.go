@@ -177,7 +177,7 @@ func (m *Manager) archiveInto(ctx context.Context, rec *Record, now time.Time) b
 	}
 	info, st, err := archive.Save(ctx, m.cfg.Archives, rec.ID, ws, archive.Limits{MaxBytes: m.cfg.MaxArchiveBytes, MaxExpandedBytes: m.cfg.MaxExpandedBytes})
 	if err != nil {
-		rec.ArchiveError = err.Error()
+		rec.ArchiveError = err.Error() + archiveErrorNote(err)
 		m.cfg.Logger.Warn("sandbox: archive", "sandbox", rec.ID, "err", err)
 		return false
 	}

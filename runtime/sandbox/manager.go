@@ -83,6 +83,9 @@ type Manager struct {
 	slots   *slots
 	// recoverer is the Driver's WorkspaceRecoverer, if it is one.
 	recoverer WorkspaceRecoverer
+	// nextArchiveRetry is when folders kept for a store that was down are
+	// archived again (rearchive.go); under mu.
+	nextArchiveRetry time.Time
 }
 
 // box is one sandbox's in-memory state; its mutex serialises starts and
