@@ -113,6 +113,9 @@ func SandboxFileUpload(r *http.Request) bool {
 	p := r.URL.Path
 	switch r.Method {
 	case http.MethodPut:
+		if strings.HasPrefix(p, "/internal/v1/sandboxes/") { // forwarded by a replica (internal.go)
+			return true
+		}
 		rest, ok := strings.CutPrefix(p, "/api/v1/sandboxes/")
 		return ok && strings.Contains(rest, "/files/")
 	case http.MethodPost:

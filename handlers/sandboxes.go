@@ -197,7 +197,7 @@ func sandboxRow(s runtime.SandboxView, p runtime.Principal) pages.SandboxRow {
 		Started: isoTimePtr(s.StartedAt), LastActive: isoTimePtr(s.LastActiveAt),
 		Suspended: isoTimePtr(s.SuspendedAt), Retired: isoTimePtr(s.RetiredAt),
 		MachineTime: machineTime(s.MachineSeconds), Credits: fmt.Sprintf("%.2f SC", s.Credits),
-		ArchiveError: s.ArchiveError, ArchiveNote: s.ArchiveNote, CanDownload: p.Can("Archive.download"), CanDelete: p.Can("Archive.delete") && s.Deletable(),
+		ArchiveError: s.ArchiveError, ArchiveNote: s.ArchiveNote, Replica: s.Replica, CanDownload: p.Can("Archive.download"), CanDelete: p.Can("Archive.delete") && s.Deletable(),
 		CanUpload: p.Can("Archive.upload") && s.Uploadable()}
 	if s.Archive != nil {
 		r.HasArchive, r.ArchiveSize, r.ArchiveAt = true, skillSize(s.Archive.Bytes), isoTime(s.Archive.CreatedAt)

@@ -78,12 +78,23 @@ func (r *Runtime) StartSandboxes(ctx context.Context, o SandboxOptions) error {
 	}
 	set := &sandboxSet{skillsDir: o.SkillsDir, ceilings: withCeilings(o.Ceilings)}
 	set.exits = &exitLog{log: r.opts.Log.Warn}
+	store := sandboxStore{db: r.db}
+	var owner sandbox.Ownership
+	var retireGate func(context.Context) bool
+	if r.multiReplica() {
+		// Replicas share the database: a running sandbox names its replica
+		// (sandboxes_owner.go), and one replica at a time retires.
+		store.owner = func() string { return r.Replica().ID }
+		owner = sandboxOwnership{r}
+		retireGate = func(ctx context.Context) bool { return r.onceEvery(ctx, "sandbox-retire") }
+	}
 	mgr, err := sandbox.NewManager(sandbox.Config{
-		Driver: &egressDriver{Driver: o.Driver, log: r.opts.Log, rt: r, exits: set.exits, rootCAs: o.EgressRootCAs, resolver: o.EgressResolver}, Archives: o.Archives, Store: sandboxStore{r.db},
+		Driver: &egressDriver{Driver: o.Driver, log: r.opts.Log, rt: r, exits: set.exits, rootCAs: o.EgressRootCAs, resolver: o.EgressResolver}, Archives: o.Archives, Store: store,
 		Clock: r.opts.Clock, Dir: o.Dir,
 		IdleTimeout: o.IdleTimeout, RetireAfter: o.RetireAfter, MaxArchiveBytes: o.MaxArchiveBytes, Limits: o.Limits,
 		MaxRunning: o.MaxRunning, MinFreeDisk: o.MinFreeDisk,
 		Skills: r.sandboxSkills, OnUsage: r.sandboxUsage, Logger: r.opts.Log,
+		Owner: owner, RetireGate: retireGate,
 	})
 	if err != nil {
 		return err
@@ -127,7 +138,10 @@ func (r *Runtime) SandboxTick(ctx context.Context) error {
 	if set == nil {
 		return nil
 	}
-	errs := []error{set.mgr.Tick(ctx), r.suspendEnded(ctx, set.mgr)}
+	errs := []error{r.renewSandboxLeases(ctx), set.mgr.Tick(ctx), r.suspendEnded(ctx, set.mgr)}
+	if r.multiReplica() && r.onceEvery(ctx, "sandbox-orphans") {
+		errs = append(errs, r.suspendOrphans(ctx))
+	}
 	set.accrualMu.Lock()
 	due := r.now().Sub(set.lastAccrual) >= time.Minute
 	if due {

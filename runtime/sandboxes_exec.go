@@ -12,9 +12,10 @@ import (
 	"github.com/subako/subako/runtime/sandbox"
 )
 
-// runSandbox is the executor of sandbox__<name>__exec: one command in the
-// session's own sandbox for that grant, started or restored on demand.
-func (r *Runtime) runSandbox(ctx context.Context, e SandboxExec) (json.RawMessage, error) {
+// runSandboxHere runs one command in the session's own sandbox for that
+// grant on this replica, started or restored on demand (runSandbox decides
+// where it runs).
+func (r *Runtime) runSandboxHere(ctx context.Context, e SandboxExec) (json.RawMessage, error) {
 	set := r.sandboxes()
 	if set == nil {
 		return nil, fmt.Errorf("sandboxes are %w", ErrNotAvailable)

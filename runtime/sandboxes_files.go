@@ -82,9 +82,10 @@ func filesError(id string, err error) error {
 }
 
 // filesVerb runs one files verb on sandbox id: the path checked (folder:
-// "" is /workspace), the sandbox known, fn given the manager and the path.
+// "" is /workspace), the sandbox known, fn given the manager and the path,
+// or remote given the replica that runs the sandbox (sandboxes_forward.go).
 func (r *Runtime) filesVerb(ctx context.Context, p Principal, verb, id, path string, folder bool,
-	fn func(mgr *sandbox.Manager, path string) error) error {
+	fn func(mgr *sandbox.Manager, path string) error, remote func(peer SandboxPeer, url, path string) error) error {
 	return r.run(ctx, p, verb, func(a *act) error {
 		set := r.sandboxes()
 		if set == nil {
@@ -94,8 +95,14 @@ func (r *Runtime) filesVerb(ctx context.Context, p Principal, verb, id, path str
 		if err != nil {
 			return err
 		}
-		if _, err := r.loadSandbox(ctx, id); err != nil {
+		m, err := r.loadSandbox(ctx, id)
+		if err != nil {
 			return err
+		}
+		if url, peer, err := r.sandboxElsewhere(ctx, m); err != nil {
+			return err
+		} else if url != "" {
+			return remote(peer, url, path)
 		}
 		return filesError(id, fn(set.mgr, path))
 	}, id)
@@ -111,6 +118,10 @@ func (r *Runtime) SandboxFiles(ctx context.Context, p Principal, id, dir string)
 		l, err := mgr.ListFiles(ctx, id, dir)
 		out = SandboxListing{Sandbox: id, Listing: l, Limits: sandboxFilesLimits}
 		return err
+	}, func(peer SandboxPeer, url, dir string) error {
+		l, err := peer.Files(ctx, url, "Sandbox.files", id, dir)
+		out = SandboxListing{Sandbox: id, Listing: l, Limits: sandboxFilesLimits}
+		return err
 	})
 	return out, err
 }
@@ -121,6 +132,10 @@ func (r *Runtime) SandboxReadFile(ctx context.Context, p Principal, id, path str
 	var out SandboxFile
 	err := r.filesVerb(ctx, p, "Sandbox.readFile", id, path, false, func(mgr *sandbox.Manager, path string) error {
 		data, e, err := mgr.ReadFile(ctx, id, path)
+		out = SandboxFile{FileEntry: e, Data: data}
+		return err
+	}, func(peer SandboxPeer, url, path string) error {
+		data, e, err := peer.ReadFile(ctx, url, "Sandbox.readFile", id, path)
 		out = SandboxFile{FileEntry: e, Data: data}
 		return err
 	})
@@ -138,6 +153,13 @@ func (r *Runtime) SandboxWriteFile(ctx context.Context, p Principal, id, path st
 		out, err = mgr.WriteFile(ctx, id, path, body)
 		if err == nil {
 			r.opts.Log.Info("sandbox file written", "sandbox", id, "path", path, "bytes", out.Size, "by", p.Label)
+		}
+		return err
+	}, func(peer SandboxPeer, url, path string) error {
+		var err error
+		out, err = peer.WriteFile(ctx, url, "Sandbox.writeFile", id, path, body)
+		if err == nil {
+			r.opts.Log.Info("sandbox file written", "sandbox", id, "path", path, "bytes", out.Size, "by", p.Label, "replica", url)
 		}
 		return err
 	})

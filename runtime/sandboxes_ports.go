@@ -170,8 +170,25 @@ func (r *Runtime) stillHolds(ctx context.Context, p Principal, verb, target stri
 	return false
 }
 
-// SandboxPortDial connects to a checked target's port through the agent.
+// SandboxPortDial connects to a checked target's port through the agent,
+// on the replica that runs the sandbox.
 func (r *Runtime) SandboxPortDial(ctx context.Context, t PreviewTarget) (net.Conn, error) {
+	if r.multiReplica() {
+		m, err := r.loadSandbox(ctx, t.Sandbox)
+		if err != nil {
+			return nil, err
+		}
+		if url, peer, err := r.sandboxElsewhere(ctx, m); err != nil {
+			return nil, err
+		} else if url != "" {
+			return peer.DialPort(ctx, url, "Sandbox.port", t.Sandbox, t.Port)
+		}
+	}
+	return r.dialHere(ctx, t)
+}
+
+// dialHere connects to a port of a sandbox this replica runs.
+func (r *Runtime) dialHere(ctx context.Context, t PreviewTarget) (net.Conn, error) {
 	set := r.sandboxes()
 	if set == nil {
 		return nil, errNoSandboxes
@@ -201,6 +218,6 @@ func (r *Runtime) SandboxPorts(ctx context.Context, p Principal, id string) []sa
 	if _, err := r.authorize(ctx, p, "Sandbox.ports", []string{id}, CheckInput{}); err != nil {
 		return nil
 	}
-	ports, _ := listPorts(ctx, set, id)
+	ports, _ := r.listPorts(ctx, set, id)
 	return ports
 }

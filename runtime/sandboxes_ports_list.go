@@ -30,16 +30,27 @@ func (r *Runtime) SandboxPortList(ctx context.Context, p Principal, id string) (
 		}
 		lctx, cancel := context.WithTimeout(ctx, portListTimeout)
 		defer cancel()
-		ports, err := listPorts(lctx, set, id)
+		ports, err := r.listPorts(lctx, set, id)
 		out = append(out, ports...)
 		return err
 	}, id)
 	return out, err
 }
 
-// listPorts asks a sandbox's agent what listens; a sandbox that stopped
-// meanwhile listens on nothing.
-func listPorts(ctx context.Context, set *sandboxSet, id string) ([]sandbox.ListenPort, error) {
+// listPorts asks a sandbox's agent what listens, on the replica that runs
+// it; a sandbox that stopped meanwhile listens on nothing.
+func (r *Runtime) listPorts(ctx context.Context, set *sandboxSet, id string) ([]sandbox.ListenPort, error) {
+	if r.multiReplica() {
+		m, err := r.loadSandbox(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if url, peer, err := r.sandboxElsewhere(ctx, m); err != nil {
+			return nil, err
+		} else if url != "" {
+			return peer.Ports(ctx, url, "Sandbox.ports", id)
+		}
+	}
 	ports, err := set.mgr.ListPorts(ctx, id)
 	if errors.Is(err, sandbox.ErrNotRunning) {
 		return nil, nil

@@ -15,11 +15,30 @@ import (
 
 // sandboxStore keeps the lifecycle Manager's records in the sandboxes table,
 // so state survives a restart and the console reads what the Manager wrote.
-type sandboxStore struct{ db *models.DB }
+type sandboxStore struct {
+	db *models.DB
+	// owner is this replica's id, written on a running sandbox's record
+	// with its lease (nil or "": no owner, one process).
+	owner func() string
+}
 
 // NewSandboxStore is the Store the server runs on, for tests that restart a
 // Manager over the same database.
 func NewSandboxStore(db *models.DB) sandbox.Store { return sandboxStore{db: db} }
+
+// ownerOf is who a record of state holds: this replica while it runs the
+// machine, with a lease its heartbeat renews; nobody otherwise.
+func (s sandboxStore) ownerOf(state sandbox.State) (string, *time.Time) {
+	if s.owner == nil || state != sandbox.StateRunning {
+		return "", nil
+	}
+	me := s.owner()
+	if me == "" {
+		return "", nil
+	}
+	until := time.Now().Add(SandboxLeaseTTL).UTC()
+	return me, &until
+}
 
 var _ sandbox.Store = sandboxStore{}
 
@@ -59,6 +78,7 @@ func (s sandboxStore) ListByState(ctx context.Context, state sandbox.State) ([]s
 // acknowledges a state change only once this returns.
 func (s sandboxStore) Put(ctx context.Context, rec sandbox.Record) error {
 	m := modelOf(rec)
+	m.ReplicaID, m.LeaseExpiresAt = s.ownerOf(rec.State)
 	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, UpdateAll: true}).Create(&m).Error
 	if err != nil {
 		return fmt.Errorf("runtime: store sandbox %s: %w", rec.ID, err)
@@ -77,7 +97,7 @@ func recordOf(m models.Sandbox) sandbox.Record {
 	return sandbox.Record{ID: m.ID, SessionID: m.SessionID, Grant: m.GrantName, Release: m.ReleaseName, Network: m.Network,
 		State: sandbox.State(m.State), Error: m.Error, StartedAt: timeOf(m.StartedAt), LastActiveAt: timeOf(m.LastActiveAt),
 		SuspendedAt: timeOf(m.SuspendedAt), RetiredAt: timeOf(m.RetiredAt), MachineSeconds: m.MachineSeconds,
-		ArchiveBytes: m.ArchiveBytes, ArchiveAt: timeOf(m.ArchiveAt), ArchiveSHA256: m.ArchiveSHA256, ArchiveError: m.ArchiveError, ArchiveNote: m.ArchiveNote}
+		ArchiveBytes: m.ArchiveBytes, ArchiveAt: timeOf(m.ArchiveAt), ArchiveSHA256: m.ArchiveSHA256, ArchiveError: m.ArchiveError, ArchiveNote: m.ArchiveNote, Owner: m.ReplicaID}
 }
 
 // timePtr stores a zero time as NULL: "never suspended", not year 1.

@@ -39,7 +39,7 @@ func (r *Runtime) sandboxUsage(u sandbox.UsageEvent) {
 }
 
 func (r *Runtime) recordMachineTime(ctx context.Context, u sandbox.UsageEvent) error {
-	rec, err := (sandboxStore{r.db}).Get(ctx, u.SandboxID)
+	rec, err := (sandboxStore{db: r.db}).Get(ctx, u.SandboxID)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,9 @@ type SandboxView struct {
 	// names) and where it added a credential, newest first, since the
 	// server started (sandboxes_exit.go).
 	Exit []ExitEventView `json:"exit,omitempty"`
+	// Replica is the replica whose machine runs it (replicas on one
+	// database; empty on one process and when it is not running).
+	Replica string `json:"replica,omitempty"`
 }
 
 // ArchiveView is a sandbox's archive of /workspace (tar + gzip).
@@ -72,6 +75,9 @@ func (r *Runtime) sandboxView(m models.Sandbox, title string) SandboxView {
 		v.MachineSeconds += max(r.now().Sub(*m.StartedAt).Seconds(), 0)
 	}
 	v.Credits = v.MachineSeconds * PriceMachineSecond
+	if m.State == string(sandbox.StateRunning) {
+		v.Replica = m.ReplicaID
+	}
 	v.Exit = r.sandboxExitEvents(m.ID)
 	if m.ArchiveAt != nil {
 		v.Archive = &ArchiveView{Bytes: m.ArchiveBytes, CreatedAt: *m.ArchiveAt}
@@ -169,6 +175,9 @@ func (r *Runtime) ArchiveDownload(ctx context.Context, p Principal, id string) (
 		if errors.Is(err, archive.ErrNotExist) {
 			return noArchive(id)
 		}
+		if e := r.storeDown(err, "the archive cannot be downloaded"); e != nil {
+			return e
+		}
 		if err != nil {
 			return fmt.Errorf("runtime: open archive of %s: %w", id, err)
 		}
@@ -200,6 +209,8 @@ func (r *Runtime) ArchiveDelete(ctx context.Context, p Principal, id string) err
 				"since it restores from it at its next exec", id, m.State))
 		case errors.Is(err, sandbox.ErrNotFound):
 			return notFound("sandbox", id)
+		case errors.As(err, new(*archive.UnavailableError)):
+			return r.storeDown(err, "the archive was not deleted")
 		case err != nil:
 			return fmt.Errorf("runtime: delete archive of %s: %w", id, err)
 		}
@@ -230,6 +241,9 @@ func (r *Runtime) ArchiveUpload(ctx context.Context, p Principal, id string, bod
 		}
 		note := fmt.Sprintf("uploaded by %s at %s", p.Label, r.now().UTC().Format(time.RFC3339))
 		_, err = set.mgr.UploadArchive(ctx, id, body, note)
+		if e := r.storeDown(err, "the uploaded archive was not kept"); e != nil {
+			return e
+		}
 		if err := uploadError(id, m.State, err); err != nil {
 			return err
 		}

@@ -43,6 +43,9 @@ type Config struct {
 	// (--reveal-for, --reveal-max); zero takes the defaults.
 	RevealFor time.Duration
 	RevealMax int
+	// InternalSecret lets other replicas reach /internal/ (--internal-secret);
+	// empty: those routes answer 404.
+	InternalSecret string
 }
 
 // contentSecurityPolicy forbids inline scripts and any origin but our own.
@@ -70,6 +73,7 @@ func NewWithMetrics(rt *runtime.Runtime, cfg Config) (*echo.Echo, http.Handler) 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(functionLoad(rt)...)
+	reg.MustRegister(clusterMetrics(rt)...)
 	e.Pre(checkHost(cfg.BaseURL, cfg.AllowedHosts), headAsGet)
 	e.Use(headAgain, middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, compress, crossOrigin(), bodyLimits(), h.CheckInput)
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
@@ -77,6 +81,7 @@ func NewWithMetrics(rt *runtime.Runtime, cfg Config) (*echo.Echo, http.Handler) 
 		e.GET("/metrics", metricsAuth(rt, cfg.MetricsToken, metricsHandler))
 	}
 	routes(e, h, rt)
+	internalRoutes(e, h, rt, cfg.InternalSecret)
 	return e, metricsHandler
 }
 

@@ -18,8 +18,9 @@ type Ownership interface {
 	// never recorded, an *OwnedError when a live replica holds it.
 	Claim(ctx context.Context, id string) (Record, error)
 	// Recoverable reports whether a record found running at start is this
-	// replica's to archive: a live replica's machine is still running.
-	Recoverable(ctx context.Context, rec Record) bool
+	// replica's to archive (hasFolder: its workspace folder is here): a
+	// live replica's machine is still running.
+	Recoverable(ctx context.Context, rec Record, hasFolder bool) bool
 }
 
 // OwnedError is Claim's answer for a sandbox another replica runs.
@@ -65,4 +66,11 @@ func (m *Manager) CountRunning() int {
 		b.mu.Unlock()
 	}
 	return n
+}
+
+// OutputOf is the OutputFunc WithOutput put on ctx, or nil: a replica that
+// forwards an exec hands the owner's live output to it.
+func OutputOf(ctx context.Context) OutputFunc {
+	fn, _ := ctx.Value(outputKey{}).(OutputFunc)
+	return fn
 }

@@ -49,6 +49,9 @@ type Record struct {
 	// ArchiveNote says what the last archive left out (pipes, sockets,
 	// links pointing out of /workspace), or is empty.
 	ArchiveNote string `json:"archive_note,omitempty"`
+	// Owner is the replica that runs the machine (Ownership; empty on one
+	// process or when not running), as the Store last read it.
+	Owner string `json:"owner,omitempty"`
 }
 
 // ErrNotFound is returned by a Store for an unknown sandbox.
