@@ -45,11 +45,23 @@ const (
 )
 
 // prepared wraps a freshly opened database: DB prepares, plain does not.
+//
+// On PostgreSQL the driver (pgx) already prepares every statement once per
+// connection and keeps it (its statement cache, 512 a connection), inside
+// transactions too; gorm's cache on top of it prepared a statement met in a
+// transaction again in every transaction, a round trip to prepare it and one
+// to close it each time. So only SQLite's driver, which keeps nothing, gets
+// gorm's cache.
 func prepared(db *gorm.DB, d Dialect) *DB {
 	if sqlDB, err := db.DB(); err == nil {
-		// The prepared pool's transactions can run code after their commit
+		// The pool's transactions can run code after their commit
 		// (commit.go); plain's statements keep the bare *sql.DB.
 		db.Config.ConnPool = commitPool{sqlDB}
+	}
+	if d == Postgres {
+		s := db.Session(&gorm.Session{NewDB: true})
+		s.Statement.ConnPool = db.Config.ConnPool
+		return &DB{DB: s, Dialect: d, plain: db}
 	}
 	return &DB{DB: db.Session(&gorm.Session{PrepareStmt: true, NewDB: true}), Dialect: d, plain: db}
 }
