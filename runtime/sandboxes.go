@@ -124,7 +124,26 @@ func (r *Runtime) StopSandboxes(ctx context.Context) error {
 	}
 	set.stop()
 	set.done.Wait()
+	// Archiving can outlast a lease: this replica keeps holding what it
+	// suspends, or another would restore an older archive meanwhile.
+	renewCtx, stopRenew := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case <-time.After(SandboxLeaseTTL / 4):
+				if err := r.renewSandboxLeases(renewCtx); err != nil && renewCtx.Err() == nil {
+					r.opts.Log.Warn("runtime: renew sandbox leases while draining", "err", err)
+				}
+			}
+		}
+	}()
 	err := set.mgr.Close(ctx)
+	stopRenew()
+	<-renewed
 	r.sandboxSet.Store(nil)
 	return err
 }
