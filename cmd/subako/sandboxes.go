@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/objstore"
 	"github.com/subako/subako/runtime/sandbox"
 	"github.com/subako/subako/runtime/sandbox/archive"
 	"github.com/subako/subako/runtime/sandbox/local"
@@ -42,6 +43,10 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 	var archives archive.Store
 	if err == nil {
 		archives, err = openArchives(ctx, &c.ArchiveStore, data, log)
+	}
+	if s, ok := archives.(*objstore.S3); ok {
+		// /readyz lists it; its error goes to the log (it names the endpoint).
+		rt.AddReadyCheck(runtime.ReadyCheck{Name: "archive_store", Check: s.Ping})
 	}
 	if err == nil {
 		err = rt.StartSandboxes(ctx, runtime.SandboxOptions{Driver: driver, Archives: archives,
