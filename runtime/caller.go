@@ -2,6 +2,10 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/subako/subako/models"
 )
@@ -58,4 +62,31 @@ func (r *Runtime) versionOf(ctx context.Context, p Principal, a *act) {
 	if r.db.WithContext(context.WithoutCancel(ctx)).Select("version_id").Where("id = ?", p.SessionID).Take(&s).Error == nil {
 		a.version = s.VersionID
 	}
+}
+
+// MaxModelBytes bounds a caller's model name (X-Subako-Model).
+const MaxModelBytes = 200
+
+// CheckModel refuses a model name over MaxModelBytes or that is not text;
+// field names where it came from (the header).
+func CheckModel(field, model string) error {
+	switch {
+	case len(model) > MaxModelBytes:
+		return invalid(field, "model_too_long", fmt.Sprintf("%s is %d bytes; the limit is %d bytes", field, len(model), MaxModelBytes))
+	case !utf8.ValidString(model) || strings.IndexFunc(model, unicode.IsControl) >= 0:
+		return invalid(field, "invalid_text", field+" must be UTF-8 text without control characters")
+	}
+	return nil
+}
+
+// ClientLabel bounds text a client says of itself (a User-Agent) for a
+// record: valid UTF-8, no control characters, at most n bytes.
+func ClientLabel(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	return truncate(s, n)
 }

@@ -10,12 +10,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/subako/subako/web"
+	"github.com/subako/subako/runtime/verbs"
 )
 
 // doCmd calls one verb of the API by its name, the same name the Action
@@ -23,7 +23,7 @@ import (
 // the JSON input's fields of the same name.
 func doCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("usage: subako do Noun.verb [--json '{...}' | JSON on stdin] [--body-file PATH|-]\n\nverbs:\n  %s", strings.Join(verbNames(), "\n  "))
+		return fmt.Errorf("usage: subako do Noun.verb [--json '{...}' | JSON on stdin] [--body-file PATH|-]\n\nverbs (GET /api/v1/openapi.json describes each):\n  %s", strings.Join(verbNames(), "\n  "))
 	}
 	verb := args[0]
 	fs := flag.NewFlagSet("do", flag.ContinueOnError)
@@ -32,7 +32,7 @@ func doCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	route, ok := findVerb(verb)
+	route, ok := verbs.Get(verb)
 	if !ok {
 		return fmt.Errorf("unknown verb %q; known verbs:\n  %s", verb, strings.Join(verbNames(), "\n  "))
 	}
@@ -59,6 +59,8 @@ func doCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	// The Action records its client as "subako do" (docs/api.md, "Who called").
+	req.Header.Set("User-Agent", UserAgent())
 	resp, err := (&http.Client{Timeout: 10 * time.Minute}).Do(req)
 	if err != nil {
 		return fmt.Errorf("%s: %w", verb, err)
@@ -104,14 +106,14 @@ func readInput(raw string, stdin io.Reader) (map[string]any, error) {
 
 // openBody opens --body-file for a verb that takes a whole body; a verb
 // whose body is a file (RawBody) needs one, since its body is no JSON field.
-func openBody(r web.APIRoute, path, raw string, stdin io.Reader) (io.ReadCloser, error) {
+func openBody(r verbs.Verb, path, raw string, stdin io.Reader) (io.ReadCloser, error) {
 	switch {
-	case path == "" && r.RawBody():
-		return nil, fmt.Errorf("%s sends a file as its body: --body-file PATH (or - for standard input), with the path's ids in --json", r.Verb)
+	case path == "" && (r.Body == verbs.BodyRaw):
+		return nil, fmt.Errorf("%s sends a file as its body: --body-file PATH (or - for standard input), with the path's ids in --json", r.Name)
 	case path == "":
 		return nil, nil
-	case !r.RawBody() && !r.WholeBody():
-		return nil, fmt.Errorf("%s takes its input as JSON fields, not --body-file", r.Verb)
+	case !(r.Body == verbs.BodyRaw) && !(r.Body == verbs.BodyWhole):
+		return nil, fmt.Errorf("%s takes its input as JSON fields, not --body-file", r.Name)
 	case path == "-" && raw == "":
 		return nil, fmt.Errorf("--body-file - reads the body from standard input, so give the path's ids with --json")
 	case path == "-":
@@ -126,13 +128,13 @@ func openBody(r web.APIRoute, path, raw string, stdin io.Reader) (io.ReadCloser,
 
 // buildRequest fills the route's :params from the input, sends the rest as the
 // query (GET, DELETE) or the JSON body; a body from --body-file is sent as is.
-func buildRequest(base string, r web.APIRoute, in map[string]any, file io.Reader) (*http.Request, error) {
+func buildRequest(base string, r verbs.Verb, in map[string]any, file io.Reader) (*http.Request, error) {
 	var parts []string
 	for _, seg := range strings.Split(r.Path, "/") {
 		if seg == "*" { // the rest of the path: a volume file's, as "path"
 			v, ok := in["path"]
 			if !ok {
-				return nil, fmt.Errorf("%s needs %q in its input", r.Verb, "path")
+				return nil, fmt.Errorf("%s needs %q in its input", r.Name, "path")
 			}
 			delete(in, "path")
 			var esc []string
@@ -143,7 +145,7 @@ func buildRequest(base string, r web.APIRoute, in map[string]any, file io.Reader
 		} else if name, ok := strings.CutPrefix(seg, ":"); ok {
 			v, ok := in[name]
 			if !ok {
-				return nil, fmt.Errorf("%s needs %q in its input", r.Verb, name)
+				return nil, fmt.Errorf("%s needs %q in its input", r.Name, name)
 			}
 			delete(in, name)
 			seg = url.PathEscape(fmt.Sprint(v))
@@ -154,7 +156,7 @@ func buildRequest(base string, r web.APIRoute, in map[string]any, file io.Reader
 	var body io.Reader
 	if file != nil {
 		if len(in) > 0 {
-			return nil, fmt.Errorf("%s takes only the path's ids in --json with --body-file, not %s", r.Verb, strings.Join(slices.Sorted(maps.Keys(in)), ", "))
+			return nil, fmt.Errorf("%s takes only the path's ids in --json with --body-file, not %s", r.Name, strings.Join(slices.Sorted(maps.Keys(in)), ", "))
 		}
 		req, err := http.NewRequest(r.Method, u, file)
 		if err != nil {
@@ -166,10 +168,10 @@ func buildRequest(base string, r web.APIRoute, in map[string]any, file io.Reader
 			}
 		}
 		req.Header.Set("Content-Type", "application/json")
-		if r.RawBody() {
+		if r.Body == verbs.BodyRaw {
 			req.Header.Set("Content-Type", "application/gzip")
 		}
-		if r.Verb == "Volume.put" || r.Verb == "Sandbox.writeFile" {
+		if r.Name == "Volume.put" || r.Name == "Sandbox.writeFile" {
 			req.Header.Set("Content-Type", "application/octet-stream")
 		}
 		return req, nil
@@ -184,10 +186,10 @@ func buildRequest(base string, r web.APIRoute, in map[string]any, file io.Reader
 		}
 	} else {
 		payload := any(in)
-		if r.WholeBody() {
+		if r.Body == verbs.BodyWhole {
 			b, ok := in["body"]
 			if !ok || len(in) != 1 {
-				return nil, fmt.Errorf(`%s takes its input as "body" (and the path's ids), e.g. {"version": "ver_…", "body": {…}}`, r.Verb)
+				return nil, fmt.Errorf(`%s takes its input as "body" (and the path's ids), e.g. {"version": "ver_…", "body": {…}}`, r.Name)
 			}
 			payload = b
 		}
@@ -207,20 +209,22 @@ func buildRequest(base string, r web.APIRoute, in map[string]any, file io.Reader
 	return req, nil
 }
 
-func findVerb(name string) (web.APIRoute, bool) {
-	for _, r := range web.APIVerbs() {
-		if r.Verb == name {
-			return r, true
-		}
-	}
-	return web.APIRoute{}, false
-}
-
+// verbNames lists each verb with its route and doc line, in the registry's
+// order (API.md's), for `subako do` with no verb or an unknown one.
 func verbNames() []string {
 	var out []string
-	for _, r := range web.APIVerbs() {
-		out = append(out, fmt.Sprintf("%-18s %s /api/v1%s", r.Verb, r.Method, r.Path))
+	for _, v := range verbs.All() {
+		out = append(out, fmt.Sprintf("%-22s %-6s /api/v1%s\n  %22s %s", v.Name, v.Method, v.Path, "", v.Doc))
 	}
-	sort.Strings(out)
 	return out
+}
+
+// UserAgent is what `subako do` sends: "subako-cli/<version>"; the server
+// records such a call's client as "subako do".
+func UserAgent() string {
+	v := "dev"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	return "subako-cli/" + v
 }
