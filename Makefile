@@ -74,6 +74,7 @@ AXE := web/testdata/axe
 INSPECTOR := web/testdata/inspector
 TYPST := runtime/fn/packages/typst/compiler
 TYPESCRIPT := web/testdata/typescript
+OPENAPI := web/testdata/openapi
 deps:
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
@@ -89,6 +90,7 @@ deps:
 	@test -d $(INSPECTOR)/node_modules || { echo "installing the MCP Inspector for its strict tools/list check (npm ci)"; npm ci --prefix $(INSPECTOR) --no-audit --no-fund --loglevel=error; }
 	@test -d $(TYPST)/node_modules || { echo "installing the typst package's compiler (npm ci)"; npm ci --prefix $(TYPST) --no-audit --no-fund --loglevel=error; }
 	@test -d $(TYPESCRIPT)/node_modules || { echo "installing TypeScript for the typed client checks (npm ci)"; npm ci --prefix $(TYPESCRIPT) --no-audit --no-fund --loglevel=error; }
+	@test -d $(OPENAPI)/node_modules || { echo "installing the OpenAPI validator for the openapi.json check (npm ci)"; npm ci --prefix $(OPENAPI) --no-audit --no-fund --loglevel=error; }
 
 clean:
 	rm -rf bin build
