@@ -7,122 +7,37 @@ import (
 
 	"github.com/subako/subako/handlers"
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/verbs"
 	"github.com/subako/subako/static"
 )
 
-// APIRoute is one verb of the JSON API: its name, method and path under /api/v1.
+// APIRoute is one verb of the JSON API: its name, canonical method and path
+// under /api/v1 (the registry's, runtime/verbs), older paths kept as aliases.
 type APIRoute struct {
 	Verb    string
 	Method  string
 	Path    string
 	Handler echo.HandlerFunc
+	Aliases []string
 }
 
 // WholeBody reports whether the verb's JSON body is one value (Version.update's
 // agent config) rather than an object of fields; `subako do` takes it as "body".
-func (r APIRoute) WholeBody() bool { return r.Verb == "Version.update" }
+func (r APIRoute) WholeBody() bool { v, _ := verbs.Get(r.Verb); return v.Body == verbs.BodyWhole }
 
 // RawBody reports whether the verb's body is a file sent as is (Archive.upload's
 // .tar.gz); `subako do` sends it from --body-file.
-func (r APIRoute) RawBody() bool {
-	return r.Verb == "Archive.upload" || r.Verb == "Volume.put" || r.Verb == "Sandbox.writeFile"
-}
+func (r APIRoute) RawBody() bool { v, _ := verbs.Get(r.Verb); return v.Body == verbs.BodyRaw }
 
-// apiRoutes is the JSON API, verb by verb, in API.md's order.
+// apiRoutes is the JSON API, verb by verb, in API.md's order: the registry's
+// routes, each bound to its handler by the verb's name (api_handlers.go).
 func apiRoutes(h *handlers.Handlers) []APIRoute {
-	return []APIRoute{
-		{"Agent.list", http.MethodGet, "/agents", h.APIAgentList},
-		{"Agent.create", http.MethodPost, "/agents", h.APIAgentCreate},
-		{"Agent.get", http.MethodGet, "/agents/:agent", h.APIAgentGet},
-		{"Agent.update", http.MethodPatch, "/agents/:agent", h.APIAgentUpdate},
-		{"Agent.delete", http.MethodDelete, "/agents/:agent", h.APIAgentDelete},
-		{"Version.list", http.MethodGet, "/agents/:agent/versions", h.APIVersionList},
-		{"Version.create", http.MethodPost, "/agents/:agent/versions", h.APIVersionCreate},
-		{"Version.get", http.MethodGet, "/versions/:version", h.APIVersionGet},
-		{"Version.update", http.MethodPut, "/versions/:version/config", h.APIVersionUpdate},
-		{"Version.publish", http.MethodPost, "/versions/:version/publish", h.APIVersionPublish},
-		{"Version.tools", http.MethodGet, "/versions/:version/tools", h.APIVersionTools},
-		{"Version.diff", http.MethodGet, "/versions/:version/diff", h.APIVersionDiff},
-		{"Version.fetchTools", http.MethodPost, "/versions/:version/tools/fetch", h.APIVersionFetchTools},
-		{"Version.drift", http.MethodGet, "/versions/:version/drift", h.APIVersionDrift},
-		{"Skill.list", http.MethodGet, "/skills", h.APISkillList},
-		{"Skill.create", http.MethodPost, "/skills", h.APISkillCreate},
-		{"Skill.get", http.MethodGet, "/skills/:skill", h.APISkillGet},
-		{"Skill.delete", http.MethodDelete, "/skills/:skill", h.APISkillDelete},
-		{"Function.list", http.MethodGet, "/functions", h.APIFunctionList},
-		{"Function.install", http.MethodPost, "/functions", h.APIFunctionInstall},
-		{"Function.get", http.MethodGet, "/functions/:name/:version", h.APIFunctionGet},
-		{"Vault.list", http.MethodGet, "/vaults", h.APIVaultList},
-		{"Vault.create", http.MethodPost, "/vaults", h.APIVaultCreate},
-		{"Vault.get", http.MethodGet, "/vaults/:vault", h.APIVaultGet},
-		{"Vault.delete", http.MethodDelete, "/vaults/:vault", h.APIVaultDelete},
-		{"Credential.list", http.MethodGet, "/vaults/:vault/credentials", h.APICredentialList},
-		{"Credential.set", http.MethodPut, "/vaults/:vault/credentials", h.APICredentialSet},
-		{"Credential.delete", http.MethodDelete, "/vaults/:vault/credentials/:credential", h.APICredentialDelete},
-		{"Session.list", http.MethodGet, "/sessions", h.APISessionList},
-		{"Session.create", http.MethodPost, "/sessions", h.APISessionCreate},
-		{"Session.get", http.MethodGet, "/sessions/:session", h.APISessionGet},
-		{"Session.end", http.MethodPost, "/sessions/:session/end", h.APISessionEnd},
-		{"Session.tools", http.MethodGet, "/sessions/:session/tools", h.APISessionTools},
-		{"ToolCall.create", http.MethodPost, "/sessions/:session/tool_calls", h.APIToolCallCreate},
-		{"ToolCall.get", http.MethodGet, "/tool_calls/:call", h.APIToolCallGet},
-		{"ToolCall.list", http.MethodGet, "/sessions/:session/tool_calls", h.APIToolCallList},
-		{"ToolCall.complete", http.MethodPost, "/tool_calls/:call/result", h.APIToolCallComplete},
-		{"ToolCall.cancel", http.MethodPost, "/tool_calls/:call/cancel", h.APIToolCallCancel},
-		{"SessionRule.list", http.MethodGet, "/sessions/:session/rules", h.APISessionRuleList},
-		{"SessionRule.revoke", http.MethodDelete, "/sessions/:session/rules/:rule", h.APISessionRuleRevoke},
-		{"Client.connect", http.MethodPut, "/sessions/:session/clients/:client", h.APIClientConnect},
-		{"ClientCall.next", http.MethodGet, "/sessions/:session/clients/:client/calls", h.APIClientCallNext},
-		{"Volume.list", http.MethodGet, "/sessions/:session/volume", h.APIVolumeList},
-		{"Volume.get", http.MethodGet, "/sessions/:session/volume/*", h.APIVolumeGet},
-		{"Volume.put", http.MethodPut, "/sessions/:session/volume/*", h.APIVolumePut},
-		{"Volume.delete", http.MethodDelete, "/sessions/:session/volume/*", h.APIVolumeDelete},
-		{"Approval.list", http.MethodGet, "/approvals", h.APIApprovalList},
-		{"Approval.approve", http.MethodPost, "/approvals/:approval/approve", h.APIApprovalApprove},
-		{"Approval.deny", http.MethodPost, "/approvals/:approval/deny", h.APIApprovalDeny},
-		{"Channel.list", http.MethodGet, "/channels", h.APIChannelList},
-		{"Channel.create", http.MethodPost, "/channels", h.APIChannelCreate},
-		{"Channel.update", http.MethodPatch, "/channels/:channel", h.APIChannelUpdate},
-		{"Channel.delete", http.MethodDelete, "/channels/:channel", h.APIChannelDelete},
-		{"Notification.list", http.MethodGet, "/notifications", h.APINotificationList},
-		{"Subscription.get", http.MethodGet, "/subscription", h.APISubscriptionGet},
-		{"Subscription.update", http.MethodPut, "/subscription", h.APISubscriptionUpdate},
-		{"Sandbox.list", http.MethodGet, "/sandboxes", h.APISandboxList},
-		{"Sandbox.get", http.MethodGet, "/sandboxes/:sandbox", h.APISandboxGet},
-		{"Archive.download", http.MethodGet, "/sandboxes/:sandbox/archive", h.DownloadArchive},
-		{"Archive.delete", http.MethodDelete, "/sandboxes/:sandbox/archive", h.APIArchiveDelete},
-		{"Archive.upload", http.MethodPut, "/sandboxes/:sandbox/archive", h.APIArchiveUpload},
-		{"Sandbox.files", http.MethodGet, "/sandboxes/:sandbox/files", h.APISandboxFiles},
-		{"Sandbox.readFile", http.MethodGet, "/sandboxes/:sandbox/files/*", h.SandboxFileGet},
-		{"Sandbox.writeFile", http.MethodPut, "/sandboxes/:sandbox/files/*", h.APISandboxFilePut},
-		{"Sandbox.ports", http.MethodGet, "/sandboxes/:sandbox/ports", h.APISandboxPorts},
-		{"Sandbox.port", http.MethodPost, "/sandboxes/:sandbox/ports/:port", h.APIOpenPort},
-		{"Usage.get", http.MethodGet, "/usage", h.APIUsageGet},
-		{"User.list", http.MethodGet, "/users", h.APIUserList},
-		{"User.invite", http.MethodPost, "/users", h.APIUserInvite},
-		{"User.update", http.MethodPatch, "/users/:user", h.APIUserUpdate},
-		{"User.remove", http.MethodDelete, "/users/:user", h.APIUserRemove},
-		{"User.revoke_invite", http.MethodDelete, "/invites/:invite", h.APIUserRevokeInvite},
-		{"Tenant.list", http.MethodGet, "/tenants", h.APITenantList},
-		{"Tenant.create", http.MethodPost, "/tenants", h.APITenantCreate},
-		{"Tenant.get", http.MethodGet, "/tenants/:tenant", h.APITenantGet},
-		{"Tenant.update", http.MethodPatch, "/tenants/:tenant", h.APITenantUpdate},
-		{"Tenant.delete", http.MethodDelete, "/tenants/:tenant", h.APITenantDelete},
-		{"Role.list", http.MethodGet, "/roles", h.APIRoleList},
-		{"Role.create", http.MethodPost, "/roles", h.APIRoleCreate},
-		{"Role.get", http.MethodGet, "/roles/:role", h.APIRoleGet},
-		{"Role.update", http.MethodPatch, "/roles/:role", h.APIRoleUpdate},
-		{"Role.delete", http.MethodDelete, "/roles/:role", h.APIRoleDelete},
-		{"Seat.list", http.MethodGet, "/seats", h.APISeatList},
-		{"Seat.create", http.MethodPost, "/seats", h.APISeatCreate},
-		{"Seat.delete", http.MethodDelete, "/seats/:seat", h.APISeatDelete},
-		{"Change.list", http.MethodGet, "/changes", h.APIChangeList},
-		{"Change.undo", http.MethodPost, "/changes/:change/undo", h.APIChangeUndo},
-		{"Token.list", http.MethodGet, "/tokens", h.APITokenList},
-		{"Token.create", http.MethodPost, "/tokens", h.APITokenCreate},
-		{"Token.revoke", http.MethodDelete, "/tokens/:token", h.APITokenRevoke},
-		{"Action.list", http.MethodGet, "/actions", h.APIActionList},
+	hs := apiHandlers(h)
+	var out []APIRoute
+	for _, v := range verbs.All() {
+		out = append(out, APIRoute{Verb: v.Name, Method: v.Method, Path: v.Path, Handler: hs[v.Name], Aliases: v.Aliases})
 	}
+	return out
 }
 
 // APIVerbs lists every API verb with its route, for `subako do`.
@@ -147,7 +62,7 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	e.GET("/invite/:token", h.AcceptPage)
 	e.POST("/invite/:token", h.Accept)
 
-	con := e.Group("", h.RequireUser)
+	con := e.Group("", h.RequireUser, handlers.ConsoleCaller)
 	con.GET("/", h.Dashboard)
 	con.POST("/logout", h.Logout)
 	con.POST("/example", h.LoadExample)
@@ -267,9 +182,13 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	mcpEndpoint := handlers.NewMCP(h)
 	e.Any("/mcp/sessions/:session", mcpEndpoint.Serve, h.RequireBearer)
 
-	api := e.Group("/api/v1", h.RequireBearer)
+	// The API's own description, from the registry; public, as docs/api.md is.
+	e.GET("/api/v1/openapi.json", openAPI)
+	api := e.Group("/api/v1", h.RequireBearer, handlers.APICaller)
 	for _, r := range apiRoutes(h) {
-		api.Add(r.Method, r.Path, r.Handler)
+		for _, p := range append([]string{r.Path}, r.Aliases...) {
+			api.Add(r.Method, p, r.Handler)
+		}
 	}
 }
 
