@@ -196,6 +196,13 @@ func (m *MCP) server(session string) *mcp.Server {
 			if err != nil {
 				return nil, err
 			}
+			// A version may offer its tools as code: search, fetch and do
+			// (mcp_session_code.go).
+			if code, err := m.h.RT.SessionIsCode(ctx, p, session); err != nil {
+				return nil, err
+			} else if code {
+				return m.serveCode(ctx, p, session, method, req)
+			}
 			if method == "tools/list" {
 				return m.listTools(ctx, p, session)
 			}

@@ -26,6 +26,9 @@ var sessionVerbs = concat([]string{
 	"Resource.read", "Prompt.get",
 	"Client.connect", "ClientCall.next",
 	"Volume.list", "Volume.get", "Volume.put", "Volume.delete",
+	// Code mode's `do` (sessioncode_do.go): each $ call inside is a
+	// ToolCall.create checked on its own.
+	"Program.run",
 })
 
 // SessionPrincipal is an agent acting through a session's token.
