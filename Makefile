@@ -89,6 +89,7 @@ deps:
 	@test -d $(AXE)/node_modules || { echo "installing axe-core for the browser tests (npm ci)"; npm ci --prefix $(AXE) --no-audit --no-fund --loglevel=error; }
 	@test -d $(INSPECTOR)/node_modules || { echo "installing the MCP Inspector for its strict tools/list check (npm ci)"; npm ci --prefix $(INSPECTOR) --no-audit --no-fund --loglevel=error; }
 	@test -d $(TYPST)/node_modules || { echo "installing the typst package's compiler (npm ci)"; npm ci --prefix $(TYPST) --no-audit --no-fund --loglevel=error; }
+	@sh runtime/objstore/s3test/build-weed.sh || echo "could not build SeaweedFS weed: the object store tests will skip"
 	@test -d $(TYPESCRIPT)/node_modules || { echo "installing TypeScript for the typed client checks (npm ci)"; npm ci --prefix $(TYPESCRIPT) --no-audit --no-fund --loglevel=error; }
 	@test -d $(OPENAPI)/node_modules || { echo "installing the OpenAPI validator for the openapi.json check (npm ci)"; npm ci --prefix $(OPENAPI) --no-audit --no-fund --loglevel=error; }
 
