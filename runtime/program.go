@@ -32,14 +32,9 @@ func (r *Runtime) ProgramRun(ctx context.Context, p Principal, in ProgramInput, 
 		}
 		a.client, a.model = in.Client, in.Model
 		rec := r.actionRecord(p, "Program.run", a, VerdictAllowed, "")
+		rec.Program = truncate(in.Program, MaxProgramBytes)
 		if err := r.db.WithContext(ctx).Create(&rec).Error; err != nil {
 			return fmt.Errorf("program: record: %w", err)
-		}
-		// The text is written beside the record so that a record written
-		// before migration 0026's column existed still fails loudly here.
-		if err := r.db.WithContext(ctx).Model(&models.Action{}).Where("id = ?", rec.ID).
-			Update("program", truncate(in.Program, MaxProgramBytes)).Error; err != nil {
-			return fmt.Errorf("program: keep its text: %w", err)
 		}
 		a.recorded = true
 		if bodyErr = body(ctx, rec.ID); bodyErr != nil {

@@ -92,7 +92,10 @@ func strip(source string) (string, error) {
 	if len(out.Errors) > 0 {
 		m := out.Errors[0]
 		where := ""
-		if m.Location != nil {
+		switch {
+		case m.Location != nil && m.Location.Line > strings.Count(source, "\n")+1:
+			where = "at the end of the program: "
+		case m.Location != nil:
 			col := m.Location.Column
 			if m.Location.Line == 1 {
 				col -= len(prefix)

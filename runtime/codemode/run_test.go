@@ -71,6 +71,7 @@ func TestRunErrors(t *testing.T) {
 		lim                   codemode.Limits
 	}{
 		{"syntax", "const x: number = ;\nreturn x", codemode.CodeSyntax, "line 1", codemode.Limits{}},
+		{"unclosed", "return ((", codemode.CodeSyntax, "at the end of the program", codemode.Limits{}},
 		{"uncaught throw", "throw new Error('boom')", codemode.CodeProgram, "boom", codemode.Limits{}},
 		{"infinite loop", "while (true) {}", codemode.CodeDeadline, "deadline of 300ms", codemode.Limits{Deadline: 300 * time.Millisecond}},
 		{"allocation bomb", "const a: string[] = []; while (true) a.push('x'.repeat(1000) + a.length)", codemode.CodeMemory, "memory limit of 33554432 bytes (32 MiB)", codemode.Limits{MemoryBytes: 32 << 20}},
