@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"sync"
-	"time"
 
 	"gorm.io/gorm"
 )
@@ -26,40 +25,13 @@ func (p commitPool) BeginTx(ctx context.Context, opt *sql.TxOptions) (gorm.ConnP
 	if err != nil {
 		return nil, err
 	}
-	return &commitTx{Tx: tx, db: p.DB}, nil
+	return &commitTx{Tx: tx}, nil
 }
 
 type commitTx struct {
 	*sql.Tx
-	db    *sql.DB
 	mu    sync.Mutex
 	after map[string]func()
-}
-
-// prepareWait bounds how long a statement first met inside a transaction
-// waits for a connection to be prepared on the pool (see PrepareContext).
-const prepareWait = 20 * time.Millisecond
-
-// PrepareContext is how gorm's statement cache prepares a statement it
-// first meets inside a transaction. A statement prepared on the transaction
-// (sql.Tx's own PrepareContext) belongs to it: closed at its commit, and
-// prepared again by every later transaction that runs the same SQL, which
-// on SQLite was a third of a call's own work (its two inserts). Prepared on
-// the pool instead, each connection prepares it once and every transaction
-// on that connection reuses it. Preparing on the pool needs a connection
-// besides the transaction's: if none comes within prepareWait (every
-// connection busy, maybe each in a transaction waiting here) it is prepared
-// on the transaction as before.
-func (t *commitTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	if t.db != nil {
-		pctx, cancel := context.WithTimeout(ctx, prepareWait)
-		stmt, err := t.db.PrepareContext(pctx, query)
-		cancel()
-		if err == nil {
-			return stmt, nil
-		}
-	}
-	return t.Tx.PrepareContext(ctx, query)
 }
 
 func (t *commitTx) Commit() error {
