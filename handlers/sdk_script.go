@@ -109,9 +109,11 @@ async function call(opts, name, input) {
 // address, token an API token (sbk_…, or a session's sbs_…), fetch one to use
 // instead of the global one.
 export function subako({ url, token, fetch } = {}) {
-  const f = fetch || globalThis.fetch;
-  if (typeof f !== "function") throw new TypeError("subako: no fetch (Node 18+ and browsers have one; else pass fetch)");
-  const opts = { base: base(url), token, fetch: (...a) => f(...a) };
+  if (typeof (fetch || globalThis.fetch) !== "function") {
+    throw new TypeError("subako: no fetch (Node 18+ and browsers have one; else pass fetch)");
+  }
+  // The global fetch is called on globalThis: some browsers refuse it detached.
+  const opts = { base: base(url), token, fetch: fetch ? (...a) => fetch(...a) : (...a) => globalThis.fetch(...a) };
   const $ = {};
   for (const name of Object.keys(verbs)) {
     const dot = name.indexOf(".");
