@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/subako/subako/models"
 	"github.com/subako/subako/runtime"
 )
 
@@ -38,11 +39,20 @@ func (l *sqlLog) during(f func()) []string {
 	return l.sqls
 }
 
+// maxEchoStatements: see TestMCPEndpointAddsNoStatementsToACall.
+const maxEchoStatements = 3
+
 // The MCP endpoint adds no statement to a call: once warm, an echo through a
 // session's endpoint (its token checked, the session reached, the call made
 // and answered) issues exactly the statements ToolCall.create issues for the
 // same call made in process. A token looked up again per request, or the
 // session re-read to authorize it, fails here.
+//
+// And the number is fixed: a warm allowed echo with its credential attached
+// runs at most maxEchoStatements statements (BEGIN and COMMIT not counted):
+// the call and its ToolCall.create Action (one transaction) and its result;
+// PostgreSQL adds SET LOCAL synchronous_commit to the first transaction.
+// docs/benchmarks.md states the same numbers.
 func TestMCPEndpointAddsNoStatementsToACall(t *testing.T) {
 	w := newWorld(t, everythingConfig)
 	s := w.session(w.vault)
@@ -92,6 +102,14 @@ func TestMCPEndpointAddsNoStatementsToACall(t *testing.T) {
 		return best
 	}
 	mcpSQL, directSQL := fewest(overMCP), fewest(inProcess)
+	limit := maxEchoStatements
+	if w.rt.DB().Dialect == models.Postgres {
+		limit++ // SET LOCAL synchronous_commit in the opening record's transaction
+	}
+	if len(mcpSQL) > limit {
+		t.Errorf("an echo over the MCP endpoint ran %d statements, more than the %d stated in docs/benchmarks.md:\n  %s",
+			len(mcpSQL), limit, strings.Join(mcpSQL, "\n  "))
+	}
 	if len(mcpSQL) != len(directSQL) {
 		t.Fatalf("an echo over the MCP endpoint ran %d statements, the same call in process %d:\nendpoint:\n  %s\nin process:\n  %s",
 			len(mcpSQL), len(directSQL), strings.Join(mcpSQL, "\n  "), strings.Join(directSQL, "\n  "))
