@@ -131,7 +131,7 @@ func (h *Handlers) tokensPage(c echo.Context, status int, created, errMsg string
 // its secret once.
 func (h *Handlers) CreateToken(c echo.Context) error {
 	t, err := h.RT.TokenCreate(ctx(c), principal(c), runtime.TokenCreateInput{Name: c.FormValue("name"), Expires: c.FormValue("expires"),
-		Permissions: tokenFormPermissions(c)})
+		Permissions: tokenFormPermissions(c), Tools: c.FormValue("tools")})
 	if e, ok := formError(err); ok {
 		return h.tokensPage(c, statusOf(e.Kind), "", e.Error())
 	}

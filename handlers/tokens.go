@@ -20,7 +20,7 @@ func (h *Handlers) apiTokensPage(c echo.Context, status int, created, errMsg str
 	rows := make([]pages.APITokenRow, 0, len(ts))
 	for _, t := range ts {
 		row := pages.APITokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Created: isoTime(t.CreatedAt),
-			Expires: isoTime(t.ExpiresAt), LastUsed: isoTimePtr(t.LastUsedAt), Narrowed: t.Narrowed}
+			Expires: isoTime(t.ExpiresAt), LastUsed: isoTimePtr(t.LastUsedAt), Narrowed: t.Narrowed, Tools: t.Tools}
 		for _, perm := range t.Permissions {
 			verb, scope, _ := strings.Cut(perm, " ")
 			if sc, err := runtime.ParseScope(scope); err == nil {
@@ -45,7 +45,7 @@ func (h *Handlers) apiTokensPage(c echo.Context, status int, created, errMsg str
 	form := pages.TokenForm{Groups: held, Scopes: h.RT.ScopeChoices(ctx(c), p), Expires: "30d"}
 	if errMsg != "" {
 		// A refused form comes back as it was typed.
-		form.Name, form.Expires, form.Scope = c.FormValue("name"), c.FormValue("expires"), c.FormValue("scope")
+		form.Name, form.Expires, form.Scope, form.Tools = c.FormValue("name"), c.FormValue("expires"), c.FormValue("scope"), c.FormValue("tools")
 		form.Checked = map[string]bool{}
 		if params, err := c.FormParams(); err == nil {
 			for _, v := range params["permissions"] {

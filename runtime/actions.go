@@ -146,9 +146,11 @@ type ActionView struct {
 	PolicyRule string `json:"policy_rule,omitempty"`
 	// Permission is what allowed the verb (verb, scope, source, limit);
 	// MissingPermission what a refusal lacked ("Vault.use vault:customer-a").
-	Permission        string    `json:"permission,omitempty"`
-	MissingPermission string    `json:"missing_permission,omitempty"`
-	CreatedAt         time.Time `json:"created_at"`
+	Permission        string `json:"permission,omitempty"`
+	MissingPermission string `json:"missing_permission,omitempty"`
+	// Program is a code-mode program's text (Program.run), as it ran.
+	Program   string    `json:"program,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // ActionFilter narrows Action.list; empty fields match everything.
@@ -173,7 +175,7 @@ func (r *Runtime) ActionList(ctx context.Context, p Principal, f ActionFilter) (
 func actionView(rec models.Action) ActionView {
 	v := ActionView{ID: rec.ID, Verb: rec.Verb, ByKind: rec.ByKind, ByID: rec.ByID, By: rec.ByLabel,
 		Verdict: rec.Verdict, Reason: rec.Reason, Model: rec.Model, Version: rec.Version, Client: rec.ClientInfo, PolicyRule: rec.PolicyRule, CreatedAt: rec.CreatedAt, Targets: []string{},
-		Permission: rec.Permission, MissingPermission: rec.MissingPermission}
+		Permission: rec.Permission, MissingPermission: rec.MissingPermission, Program: rec.Program}
 	if rec.Targets != "" {
 		v.Targets = strings.Fields(rec.Targets)
 	}

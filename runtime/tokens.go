@@ -33,11 +33,13 @@ type TokenView struct {
 	Permissions []string `json:"permissions"`
 	// Parent is the token that made this one, when a token made it.
 	Parent string `json:"parent,omitempty"`
+	// Tools is what /mcp offers it: "code" or "flat".
+	Tools string `json:"tools"`
 }
 
 func tokenView(t models.Token) TokenView {
 	return TokenView{ID: t.ID, User: t.UserID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt,
-		ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt, Narrowed: t.Narrowed, Parent: t.ParentID, Permissions: []string{}}
+		ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt, Narrowed: t.Narrowed, Parent: t.ParentID, Permissions: []string{}, Tools: or(t.Tools, TokenToolsCode)}
 }
 
 // TokenCreateInput names a token and how long it lives ("24h", "90m", "30d").
@@ -47,6 +49,9 @@ type TokenCreateInput struct {
 	Name        string   `json:"name" form:"name"`
 	Expires     string   `json:"expires" form:"expires"`
 	Permissions []string `json:"permissions" form:"permissions"`
+	// Tools is what /mcp offers the token: "code" (search, fetch, do; the
+	// default) or "flat" (one tool per verb it holds). docs/code-mode.md.
+	Tools string `json:"tools" form:"tools"`
 }
 
 // ParseLifetime reads a duration with Go's units plus "d" for days.
@@ -87,6 +92,14 @@ func (r *Runtime) TokenCreate(ctx context.Context, p Principal, in TokenCreateIn
 		if err != nil {
 			return err
 		}
+		tools := strings.TrimSpace(in.Tools)
+		switch tools {
+		case "":
+			tools = TokenToolsCode
+		case TokenToolsCode, TokenToolsFlat:
+		default:
+			return invalid("tools", "invalid_tools", fmt.Sprintf("tools must be %q (search, fetch and do at /mcp) or %q (one MCP tool per verb); got %q", TokenToolsCode, TokenToolsFlat, truncate(tools, 40)))
+		}
 		parent, parentNarrowed := r.tokenNarrowed(ctx, p)
 		if parentNarrowed && len(in.Permissions) == 0 {
 			return invalid("permissions", "permissions_required", "this token is narrowed: a token it makes must list its permissions, a subset of this token's")
@@ -97,7 +110,7 @@ func (r *Runtime) TokenCreate(ctx context.Context, p Principal, in TokenCreateIn
 		}
 		secret, hash := newSecret("sbk")
 		t := models.Token{ID: newID("tok"), UserID: p.ID, Name: strings.TrimSpace(in.Name), Prefix: secret[:8],
-			TokenHash: hash, CreatedAt: r.now(), ExpiresAt: r.now().Add(life), Narrowed: len(perms) > 0, ParentID: p.TokenID}
+			TokenHash: hash, CreatedAt: r.now(), ExpiresAt: r.now().Add(life), Narrowed: len(perms) > 0, ParentID: p.TokenID, Tools: tools}
 		// A token made by a token lives no longer than it.
 		if p.TokenID != "" && parent.ID != "" && parent.ExpiresAt.Before(t.ExpiresAt) {
 			t.ExpiresAt = parent.ExpiresAt
