@@ -184,7 +184,7 @@ func declared() []Verb {
 
 		{Name: "Token.list", Method: get, Path: "/tokens", Read: true, Doc: "Lists the caller's API tokens (never the token itself).", Output: list(tokenOut)},
 		{Name: "Token.create", Method: post, Path: "/tokens", Doc: "Creates an API token, optionally narrowed to permissions; the answer holds the token, once.",
-			Input:  obj(prop("name", str("")), prop("expires", str("e.g. 24h or 30d, at most 365 d")), prop("permissions", arr(str("Noun.verb scope"))),
+			Input: obj(prop("name", str("")), prop("expires", str("e.g. 24h or 30d, at most 365 d")), prop("permissions", arr(str("Noun.verb scope"))),
 				prop("tools", enum("what /mcp offers the token: search, fetch and do (code, the default) or one tool per verb (flat)", "code", "flat"))),
 			Output: tokenOut},
 		{Name: "Token.revoke", Method: del, Path: "/tokens/:token", Doc: "Revokes a token and the tokens made with it."},
