@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -101,8 +103,78 @@ func openArchives(ctx context.Context, a *archiveStoreFlags, data string, log *s
 	defer cancel()
 	if err := s.Ping(pctx); err != nil {
 		log.Warn("archive store not reachable yet: suspended sandboxes keep their folders until it is", "store", s.String(), "err", err)
+		if n := countLocalArchives(filepath.Join(data, "archives")); n > 0 {
+			return nil, fmt.Errorf("%d archives in %s are not in the store %s yet, and it does not answer: "+
+				"start once it does (they are moved then), or without --archive-store", n, filepath.Join(data, "archives"), s)
+		}
 	} else {
 		log.Info("archive store ready", "store", s.String())
+		moveLocalArchives(ctx, s, filepath.Join(data, "archives"), log)
 	}
 	return s, nil
+}
+
+// countLocalArchives counts the archives a local store left in dir.
+func countLocalArchives(dir string) int {
+	m, _ := filepath.Glob(filepath.Join(dir, "*.tar.gz"))
+	return len(m)
+}
+
+// moveLocalArchives uploads the archives a server without --archive-store
+// left in dir (DATA/archives) that the store lacks, and moves each one it
+// uploaded (or found there already) to dir/moved-to-store: otherwise a
+// suspended sandbox would find no archive and start with an empty
+// /workspace. One that fails stays, to be tried at the next start.
+func moveLocalArchives(ctx context.Context, s *objstore.S3, dir string, log *slog.Logger) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.tar.gz"))
+	moved := 0
+	for _, p := range files {
+		id := strings.TrimSuffix(filepath.Base(p), ".tar.gz")
+		if err := moveLocalArchive(ctx, s, id, p); err != nil {
+			log.Warn("archive not moved to the store; tried again at the next start", "file", p, "store", s.String(), "err", err)
+			continue
+		}
+		moved++
+	}
+	if moved > 0 {
+		log.Info("local archives moved to the store", "count", moved, "store", s.String(), "kept_in", filepath.Join(dir, "moved-to-store"))
+	}
+}
+
+func moveLocalArchive(ctx context.Context, s *objstore.S3, id, p string) error {
+	_, err := s.Stat(ctx, id)
+	if errors.Is(err, archive.ErrNotExist) {
+		err = uploadFile(ctx, s, id, p)
+	}
+	if err != nil {
+		return err
+	}
+	done := filepath.Join(filepath.Dir(p), "moved-to-store")
+	if err := os.MkdirAll(done, 0o700); err != nil {
+		return err
+	}
+	return os.Rename(p, filepath.Join(done, filepath.Base(p)))
+}
+
+func uploadFile(ctx context.Context, s *objstore.S3, id, p string) error {
+	src, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp, err := s.TempFile(id)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(tmp, src)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		_, err = s.Put(ctx, id, tmp.Name())
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
