@@ -39,8 +39,9 @@ func (h *Handlers) Audit(c echo.Context) error {
 	// Reads are recorded too, but they drown the changes people look for:
 	// the page shows them only when asked.
 	reads := c.QueryParam("reads") == "on"
-	f := runtime.ActionFilter{Verb: c.QueryParam("verb"), By: c.QueryParam("by"), Verdict: c.QueryParam("verdict"),
-		Before: c.QueryParam("before"), Cursor: c.QueryParam("cursor"), Limit: runtime.PageSize, Changes: !reads && c.QueryParam("verb") == ""}
+	f := runtime.ActionFilter{Verb: c.QueryParam("verb"), By: c.QueryParam("by"), Verdict: c.QueryParam("verdict"), Parent: c.QueryParam("parent"),
+		Before: c.QueryParam("before"), Cursor: c.QueryParam("cursor"), Limit: runtime.PageSize,
+		Changes: !reads && c.QueryParam("verb") == "" && c.QueryParam("parent") == ""}
 	list, err := h.RT.ActionListPage(ctx(c), p, f)
 	if err != nil {
 		return err
@@ -53,6 +54,9 @@ func (h *Handlers) Audit(c echo.Context) error {
 		}
 	}
 	q := url.Values{"verb": {f.Verb}, "by": {f.By}, "verdict": {f.Verdict}}
+	if f.Parent != "" {
+		q.Set("parent", f.Parent)
+	}
 	if reads {
 		q.Set("reads", "on")
 	}
@@ -66,7 +70,7 @@ func actionRows(acts []runtime.ActionView) []pages.ActionRow {
 	for _, a := range acts {
 		rows = append(rows, pages.ActionRow{ID: a.ID, Time: isoTime(a.CreatedAt), Verb: a.Verb, By: a.By,
 			Targets: a.Targets, Verdict: a.Verdict, Reason: a.Reason, Model: a.Model, Client: a.Client, Rule: a.PolicyRule,
-			Permission: a.Permission, Missing: a.MissingPermission})
+			Permission: a.Permission, Missing: a.MissingPermission, Parent: a.Parent, Program: a.Verb == "Program.run"})
 	}
 	return rows
 }

@@ -151,6 +151,9 @@ type ActionView struct {
 	// Program is a code-mode program's text (Program.run), as it ran.
 	Program   string    `json:"program,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// Parent is the code-mode program's Action this call ran inside
+	// (Action.list?parent= lists a program's calls).
+	Parent string `json:"parent_id,omitempty"`
 }
 
 // ActionFilter narrows Action.list; empty fields match everything.
@@ -161,6 +164,8 @@ type ActionFilter struct {
 	Limit   int    `json:"limit" query:"limit"`
 	Before  string `json:"before" query:"before"`
 	Cursor  string `json:"cursor" query:"cursor"`
+	// Parent lists the calls a code-mode program (its Action's id) made.
+	Parent string `json:"parent" query:"parent"`
 	// Changes leaves out verbs that only read.
 	Changes bool `json:"changes" query:"changes"`
 }
@@ -175,7 +180,7 @@ func (r *Runtime) ActionList(ctx context.Context, p Principal, f ActionFilter) (
 func actionView(rec models.Action) ActionView {
 	v := ActionView{ID: rec.ID, Verb: rec.Verb, ByKind: rec.ByKind, ByID: rec.ByID, By: rec.ByLabel,
 		Verdict: rec.Verdict, Reason: rec.Reason, Model: rec.Model, Version: rec.Version, Client: rec.ClientInfo, PolicyRule: rec.PolicyRule, CreatedAt: rec.CreatedAt, Targets: []string{},
-		Permission: rec.Permission, MissingPermission: rec.MissingPermission, Program: rec.Program}
+		Permission: rec.Permission, MissingPermission: rec.MissingPermission, Program: rec.Program, Parent: rec.ParentID}
 	if rec.Targets != "" {
 		v.Targets = strings.Fields(rec.Targets)
 	}

@@ -123,6 +123,9 @@ func (r *Runtime) ActionListPage(ctx context.Context, p Principal, f ActionFilte
 		if f.Verdict != "" {
 			q = q.Where("verdict = ?", f.Verdict)
 		}
+		if f.Parent != "" {
+			q = q.Where("parent_id = ?", f.Parent)
+		}
 		if f.Changes {
 			q = q.Where("verb NOT IN ?", readOnlyVerbs())
 		}

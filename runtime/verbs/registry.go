@@ -190,7 +190,8 @@ func declared() []Verb {
 		{Name: "Token.revoke", Method: del, Path: "/tokens/:token", Doc: "Revokes a token and the tokens made with it."},
 
 		{Name: "Action.list", Method: get, Path: "/actions", Read: true, Doc: "Lists the Actions (every verb called, allowed or refused), newest first.",
-			Input: pageIn(prop("verb", str("")), prop("by", str("")), prop("verdict", str("")), prop("before", str("an action id to start after"))), Output: list(actionOut)},
+			Input: pageIn(prop("verb", str("")), prop("by", str("")), prop("verdict", str("")), prop("before", str("an action id to start after")),
+				prop("parent", str("only the calls the code-mode program of this Action id made"))), Output: list(actionOut)},
 	}
 	for i := range vs {
 		finish(&vs[i])

@@ -155,5 +155,6 @@ var (
 		prop("narrowed", boolean("")), prop("permissions", arr(str(""))), prop("parent", str("")), timeField("expires_at"))
 	actionOut = out("an Action", req("id", str("")), req("verb", str("Noun.verb")), prop("by", str("")), prop("verdict", str("allowed, refused or failed")),
 		prop("reason", str("")), prop("permission", str("")), prop("missing_permission", str("")), prop("client_info", str("who called: console, subako do, API (…), MCP …, code mode")),
-		prop("model", str("")), prop("version", str("")), prop("parent", str("the program's Action this call ran inside")), timeField("created_at"))
+		prop("model", str("")), prop("version", str("")), prop("parent_id", str("the code-mode program's Action this call ran inside")),
+		prop("program", str("a code-mode program's text (Program.run)")), timeField("created_at"))
 )
