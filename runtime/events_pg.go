@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/subako/subako/models"
@@ -190,6 +191,10 @@ func (b *pgBus) listenLoop(ctx context.Context, cfg *pgx.ConnConfig) {
 // listen connects, subscribes, and hands notifications to local
 // subscribers until the connection fails or ctx ends.
 func (b *pgBus) listen(ctx context.Context, cfg *pgx.ConnConfig, again bool) error {
+	cfg = cfg.Copy()
+	// The handler is ours: the pool's settings may carry another, and
+	// pgx.Conn's buffer would be bypassed by it.
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { b.receive(n) }
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	cancel()
@@ -205,21 +210,27 @@ func (b *pgBus) listen(ctx context.Context, cfg *pgx.ConnConfig, again bool) err
 		b.r.fanout(Event{Kind: EventResync})
 	}
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
+		if err := conn.PgConn().WaitForNotification(ctx); err != nil {
 			return err
 		}
-		var msg busMessage
-		if err := json.Unmarshal([]byte(n.Payload), &msg); err != nil {
-			continue // not ours: someone else NOTIFYs on the channel
-		}
-		if msg.Origin == b.r.replica.ID || len(msg.Events) > busBatch {
-			continue
-		}
-		for _, e := range msg.Events {
-			b.received.Add(1)
-			b.r.deliverRemote(e)
-		}
+	}
+}
+
+// receive hands another replica's notification to local subscribers.
+func (b *pgBus) receive(n *pgconn.Notification) {
+	if n == nil || n.Channel != EventsChannel {
+		return
+	}
+	var msg busMessage
+	if err := json.Unmarshal([]byte(n.Payload), &msg); err != nil {
+		return // not ours: someone else NOTIFYs on the channel
+	}
+	if msg.Origin == b.r.replica.ID || len(msg.Events) > busBatch {
+		return
+	}
+	for _, e := range msg.Events {
+		b.received.Add(1)
+		b.r.deliverRemote(e)
 	}
 }
 

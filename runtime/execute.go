@@ -63,7 +63,7 @@ func (r *Runtime) execute(id string) {
 	ctx := context.Background()
 	start := r.now()
 	res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", id, CallQueued).
-		Updates(map[string]any{"status": CallRunning, "started_at": start})
+		Updates(map[string]any{"status": CallRunning, "started_at": start, "replica_id": r.replica.ID})
 	if res.Error != nil || res.RowsAffected != 1 {
 		return
 	}

@@ -210,10 +210,12 @@ func (r *Runtime) StartNotifier(ctx context.Context) {
 				}
 			case <-t.C:
 				if time.Since(pruned) > time.Hour {
-					r.PruneNotifications(ctx)
+					r.runOnce(ctx, "notification-prune", 10*time.Minute, r.PruneNotifications)
 					pruned = time.Now()
 				}
 			}
+			// Every replica may deliver: each notification is claimed with
+			// a conditional update (claimed_until), so it goes out once.
 			r.deliverDue(ctx)
 		}
 	}()

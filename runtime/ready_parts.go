@@ -23,6 +23,9 @@ type ReadyCheck struct {
 type ReadyPart struct {
 	Name  string `json:"name"`
 	State string `json:"state"`
+	// Detail says what fails in a fixed sentence (never an error's text:
+	// /readyz answers anyone who reaches it).
+	Detail string `json:"detail,omitempty"`
 }
 
 // ReadyReport is /readyz's answer.
@@ -55,34 +58,37 @@ func (r *Runtime) AddReadyCheck(c ReadyCheck) {
 // readyFor (each bounded by readyCheckTimeout, all at once).
 func (r *Runtime) ReadyParts(ctx context.Context) ReadyReport {
 	rep := ReadyReport{Ready: true, Replica: r.replica.ID}
-	add := func(name, state string) {
-		rep.Parts = append(rep.Parts, ReadyPart{Name: name, State: state})
+	add := func(name, state, detail string) {
+		rep.Parts = append(rep.Parts, ReadyPart{Name: name, State: state, Detail: detail})
 		if state == "failing" {
 			rep.Ready = false
 		}
 	}
 	if err := r.Ready(ctx); err != nil {
-		add("database", "failing")
+		add("database", "failing", "the database cannot write")
 	} else {
-		add("database", "ok")
+		add("database", "ok", "")
 	}
 	switch {
 	case r.bus.Load() == nil:
-		add("events", "ok") // one process: nothing to cross
+		add("events", "ok", "") // one process: nothing to cross
 	case r.EventsConnected():
-		add("events", "ok")
+		add("events", "ok", "")
 	default:
-		// Waiters still re-read every recheckEvery: degraded, not down.
 		r.opts.Log.Warn("runtime: not ready", "part", "events", "err", errEventsDown)
-		add("events", "failing")
+		add("events", "failing", "events from other replicas do not arrive")
 	}
 	if r.sandboxes() != nil {
-		add("sandboxes", "ok")
+		add("sandboxes", "ok", "")
 	} else {
-		add("sandboxes", "off")
+		add("sandboxes", "off", "")
 	}
 	for _, p := range r.extraParts(ctx) {
-		add(p.Name, p.State)
+		detail := ""
+		if p.State == "failing" {
+			detail = p.Name + " check failed (see the log)"
+		}
+		add(p.Name, p.State, detail)
 	}
 	return rep
 }

@@ -125,8 +125,16 @@ func (r *Runtime) Reap(ctx context.Context) {
 				return res.Error
 			}
 			expiredNow = true
-			return tx.Model(&models.ToolCall{}).Where("id = ? AND status = ?", ap.ToolCallID, CallAwaitingApproval).
-				Updates(map[string]any{"status": CallRefused, "reason": "approval expired", "finished_at": now}).Error
+			if err := tx.Model(&models.ToolCall{}).Where("id = ? AND status = ?", ap.ToolCallID, CallAwaitingApproval).
+				Updates(map[string]any{"status": CallRefused, "reason": "approval expired", "finished_at": now}).Error; err != nil {
+				return err
+			}
+			// The audit log says who ended the wait: the system, once
+			// (the conditional update above lets one replica win).
+			a := &act{}
+			a.target(ap.ID, ap.ToolCallID)
+			rec := r.actionRecord(System, "Approval.expire", a, VerdictRefused, "approval expired")
+			return tx.Create(&rec).Error
 		})
 		if err != nil {
 			r.opts.Log.Error("runtime: expire approval", "approval", ap.ID, "err", err)

@@ -204,7 +204,8 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 	}
 	call := models.ToolCall{ID: newID("call"), SessionID: s.ID, VersionID: s.VersionID, Tool: t.Name, Kind: t.Kind,
 		GrantName: t.Grant, ToolName: t.Tool.Tool, Input: string(input), Model: truncate(in.Model, 200),
-		ByKind: string(p.Kind), ByID: p.ID, ByLabel: p.Label, Client: t.Client, ClientInfo: truncate(in.ClientInfo, 200), CreatedAt: r.now()}
+		ByKind: string(p.Kind), ByID: p.ID, ByLabel: p.Label, Client: t.Client, ClientInfo: truncate(in.ClientInfo, 200), CreatedAt: r.now(),
+		ReplicaID: r.replica.ID} // the replica running it: recovery elsewhere leaves it alone (reaper.go)
 	dec := tools.Decide(t.Tool, input) // argument rules (argrules.go)
 	t.Policy, t.PolicySource = dec.Policy, dec.Source
 	policy, source := r.policyFor(ctx, s.ID, t)

@@ -80,9 +80,12 @@ func (r *Runtime) StartVolumes(ctx context.Context, o VolumeOptions) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := r.accrueVolumes(ctx, time.Hour); err != nil {
-					r.opts.Log.Error("runtime: meter volumes", "err", err)
-				}
+				// One replica meters (leases.go): two would each add the hour.
+				r.runOnce(ctx, "volume-usage", 5*time.Minute, func(ctx context.Context) {
+					if err := r.accrueVolumes(ctx, time.Hour); err != nil {
+						r.opts.Log.Error("runtime: meter volumes", "err", err)
+					}
+				})
 			}
 		}
 	}()

@@ -45,14 +45,7 @@ func APIVerbs() []APIRoute { return apiRoutes(&handlers.Handlers{}) }
 
 func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
-	e.GET("/readyz", func(c echo.Context) error {
-		// Not just a ping: a database that answers but cannot write (a full
-		// disk) would fail every verb and lose its Actions.
-		if err := rt.Ready(c.Request().Context()); err != nil {
-			return c.String(http.StatusServiceUnavailable, "database cannot write\n")
-		}
-		return c.String(http.StatusOK, "ready\n")
-	})
+	e.GET("/readyz", readyz(rt)) // readyz.go: each part's state as JSON
 	e.GET("/static/*", staticFiles())
 
 	e.GET("/login", h.LoginPage)
@@ -181,9 +174,6 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	e.Any("/sandbox-preview/:ticket/*", h.PreviewPort)
 	mcpEndpoint := handlers.NewMCP(h)
 	e.Any("/mcp/sessions/:session", mcpEndpoint.Serve, h.RequireBearer)
-	// People's code mode (search, fetch, do; or flat): its verbs are served
-	// by this router's own API routes (handlers/mcp_code.go).
-	e.Any("/mcp", handlers.NewCodeMode(h, e, verbs.All).Serve, h.RequireBearer)
 
 	// The API's own description, from the registry; public, as docs/api.md is.
 	e.GET("/api/v1/openapi.json", openAPI)

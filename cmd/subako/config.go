@@ -20,6 +20,7 @@ import (
 // fallback (SUBAKO_ + the flag's name in upper case, - as _).
 type Config struct {
 	Addr               string
+	ReplicaID          string // --replica-id (replica.go)
 	Data               string
 	DatabaseURL        string
 	BaseURL            string
@@ -80,6 +81,7 @@ func bindDB(fs *flag.FlagSet, c *Config) {
 func bindServe(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "address to listen on")
 	bindDB(fs, c)
+	bindReplica(fs, &c.ReplicaID)
 	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of the console, for links (default http://ADDR)")
 	fs.DurationVar(&c.SandboxIdleTimeout, "sandbox-idle-timeout", 5*time.Minute, "idle time before a sandbox is suspended")
 	fs.DurationVar(&c.SandboxRetireAfter, "sandbox-retire-after", 5*time.Hour, "suspended time before a sandbox is retired")

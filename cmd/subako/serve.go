@@ -52,6 +52,19 @@ func serve(args []string) error {
 	}
 	log := newLogger(c.LogLevel)
 	slog.SetDefault(log)
+	if c.DatabaseURL == "" {
+		// One process per SQLite database: a second would run every timer
+		// twice and never see the first one's events.
+		release, err := models.LockSQLite(c.Data)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	replica, err := replicaID(c.ReplicaID, c.Data)
+	if err != nil {
+		return err
+	}
 	db, err := openDB(&c, log)
 	if err != nil {
 		return err
@@ -61,7 +74,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ApprovalTimeout: c.ApprovalTimeout, PermissionDecayDays: c.PermissionDecay, AllowPrivateEgress: c.EgressAllowPrivate, MCPLimits: c.Limits.mcpLimits(),
+	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ReplicaID: replica, ApprovalTimeout: c.ApprovalTimeout, PermissionDecayDays: c.PermissionDecay, AllowPrivateEgress: c.EgressAllowPrivate, MCPLimits: c.Limits.mcpLimits(),
 		LoginThrottle: c.LoginThrottle, ReadyWriteTimeout: c.ReadyWriteTimeout, Notify: c.notifyOptions(), ReleaseInfo: releaseInfo(&c)})
 	defer rt.Close()
 	if err := wireFunctions(context.Background(), rt, c.Data, c.EgressAllowPrivate, c.Limits.functionCapacity(), log); err != nil {
@@ -91,7 +104,7 @@ func serve(args []string) error {
 	}
 	rt.Start(ctx, 2*time.Second)
 	rt.StartNotifier(ctx)
-	log.Info("subako serving", "url", c.BaseURL, "dialect", db.Dialect, "data", c.Data)
+	log.Info("subako serving", "url", c.BaseURL, "dialect", db.Dialect, "data", c.Data, "replica", replica)
 	if token, ok, err := rt.EnsureSetupLink(ctx); err != nil {
 		return err
 	} else if ok {
