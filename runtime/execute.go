@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/runtime/tools"
 )
@@ -83,9 +81,13 @@ func (r *Runtime) execute(id string) {
 // callHandle hands a call's result to the caller waiting for it, in memory:
 // the caller does not read the record back on every event.
 type callHandle struct {
-	call  models.ToolCall // as recorded when it started
-	done  chan struct{}
-	final *models.ToolCall // the finished record; nil: read the record (it waits for a client)
+	call models.ToolCall // as recorded when it started
+	// opened is the call's ToolCall.create Action, committed with it: the
+	// finishing write writes both again if the database lost them
+	// (hotpath_finish.go).
+	opened models.Action
+	done   chan struct{}
+	final  *models.ToolCall // the finished record; nil: read the record (it waits for a client)
 }
 
 func (h *callHandle) deliver(final *models.ToolCall) {
@@ -141,8 +143,7 @@ func (r *Runtime) runStarted(call models.ToolCall, s models.Session, resolved *o
 			}
 		}
 		if err != nil {
-			final, _ := r.finishCallRecord(ctx, call, CallRunning, nil, err)
-			h.deliver(final)
+			h.deliver(r.finishStarted(ctx, call, h, nil, err))
 			return
 		}
 	}
@@ -168,32 +169,10 @@ func (r *Runtime) runStarted(call models.ToolCall, s models.Session, resolved *o
 		r.publish(Event{Kind: "call", ID: call.ID, SessionID: call.SessionID, State: state})
 		return
 	}
-	final, _ := r.finishCallRecord(ctx, call, CallRunning, out, err)
-	h.deliver(final)
+	h.deliver(r.finishStarted(ctx, call, h, out, err))
 }
 
 var errWaitClient = errors.New("waiting for a client")
-
-// asyncCommit runs fn in a transaction whose commit does not wait for the
-// write-ahead log to reach the disk (PostgreSQL's synchronous_commit off;
-// SQLite's WAL at synchronous NORMAL already commits so). It is for a call's
-// result only: the call and its Action were committed durably before the
-// tool ran, so the worst a database crash can do in the short window before
-// the log is flushed (wal_writer_delay, 200 ms by default) is turn a
-// finished call back into a running one, which the next start marks
-// interrupted: the same answer a kill -9 gives. A kill -9 of Subako loses
-// nothing: the commit is done in the database's memory.
-func (r *Runtime) asyncCommit(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	if r.db.Dialect != models.Postgres {
-		return r.hotWriteTx(func() error { return fn(r.db.WithContext(ctx)) })
-	}
-	return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Exec("SET LOCAL synchronous_commit TO OFF").Error; err != nil {
-			return err
-		}
-		return fn(tx)
-	})
-}
 
 // finish records a call's result, if the call is still in the status expected.
 func (r *Runtime) finishCall(ctx context.Context, call models.ToolCall, from string, out json.RawMessage, err error) bool {
@@ -204,6 +183,21 @@ func (r *Runtime) finishCall(ctx context.Context, call models.ToolCall, from str
 // finishCallRecord is finishCall that also returns the finished record, or
 // nil when the call was not in status from (or the write failed).
 func (r *Runtime) finishCallRecord(ctx context.Context, call models.ToolCall, from string, out json.RawMessage, err error) (*models.ToolCall, bool) {
+	upd := r.finishUpdate(call, out, err)
+	final, rows, err := r.writeFinish(ctx, call, from, upd)
+	if err != nil {
+		r.opts.Log.Error("runtime: finish call", "call", call.ID, "err", err)
+		return nil, false
+	}
+	if rows != 1 {
+		return nil, false
+	}
+	r.publish(Event{Kind: "call", ID: call.ID, SessionID: call.SessionID, State: final.Status})
+	return final, true
+}
+
+// finishUpdate is the columns a call's result sets.
+func (r *Runtime) finishUpdate(call models.ToolCall, out json.RawMessage, err error) map[string]any {
 	now := r.now()
 	started := call.CreatedAt
 	if call.StartedAt != nil {
@@ -217,21 +211,13 @@ func (r *Runtime) finishCallRecord(ctx context.Context, call models.ToolCall, fr
 	if len(out) > 0 {
 		upd["output"], upd["output_truncated"] = clip(string(out))
 	}
-	var rows int64
-	err = r.asyncCommit(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&models.ToolCall{}).Where("id = ? AND status = ?", call.ID, from).Updates(upd)
-		rows = res.RowsAffected
-		return res.Error
-	})
-	if err != nil {
-		r.opts.Log.Error("runtime: finish call", "call", call.ID, "err", err)
-		return nil, false
-	}
-	if rows != 1 {
-		return nil, false
-	}
-	r.publish(Event{Kind: "call", ID: call.ID, SessionID: call.SessionID, State: upd["status"].(string)})
+	return upd
+}
+
+// finished is call with upd applied, as the record reads once it is written.
+func finished(call models.ToolCall, upd map[string]any) *models.ToolCall {
 	final := call
+	now := upd["finished_at"].(time.Time)
 	final.FinishedAt, final.DurationMS, final.Status = &now, upd["duration_ms"].(int64), upd["status"].(string)
 	if e, ok := upd["error"].(string); ok {
 		final.Error = e
@@ -242,7 +228,7 @@ func (r *Runtime) finishCallRecord(ctx context.Context, call models.ToolCall, fr
 	if o, ok := upd["output"].(string); ok {
 		final.Output, final.OutputTruncated = o, upd["output_truncated"].(bool)
 	}
-	return &final, true
+	return &final
 }
 
 // dispatch runs the call on its kind's executor.

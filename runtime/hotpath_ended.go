@@ -3,8 +3,6 @@ package runtime
 import (
 	"context"
 
-	"gorm.io/gorm"
-
 	"github.com/subako/subako/models"
 )
 
@@ -24,8 +22,10 @@ func (r *Runtime) refuseEnded(ctx context.Context, call models.ToolCall) *models
 	now := r.now()
 	const reason = "the session ended"
 	var rows int64
-	err := r.asyncCommit(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&models.ToolCall{}).Where("id = ? AND status = ?", call.ID, CallRunning).
+	// Synchronous, like every finishing write: on PostgreSQL it is what
+	// makes the opening record durable (hotpath_finish.go).
+	err := r.hotWriteTx(func() error {
+		res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", call.ID, CallRunning).
 			Updates(map[string]any{"status": CallRefused, "reason": reason, "finished_at": now})
 		rows = res.RowsAffected
 		return res.Error

@@ -61,14 +61,15 @@ func logStatements(t testing.TB, db *models.DB) *statementLog {
 }
 
 // The statements one allowed call may issue once the session is warm: the
-// call and its Action (one transaction: 2 inserts), its result (1 update).
-// A skill read's skill and file come from memory too. PostgreSQL adds one
-// statement to the result's transaction (SET LOCAL synchronous_commit).
+// call and its Action (one transaction: 2 inserts), its result (1 update);
+// PostgreSQL adds one statement to the opening transaction (SET LOCAL
+// synchronous_commit). A skill read's skill and file come from memory, and
+// it is recorded once, finished (2 inserts, on both databases).
 // docs/benchmarks.md states the same numbers; a change that makes the path
 // grow fails here.
 const (
 	maxMCPCallStatements   = 3
-	maxSkillReadStatements = 3
+	maxSkillReadStatements = 2
 )
 
 // TestCallStatementCount: an allowed MCP call with a credential attached, and
@@ -81,14 +82,14 @@ func TestCallStatementCount(t *testing.T) {
 	wait := 10.0
 	for _, tc := range []struct {
 		tool, input string
-		limit       int
+		limit, pg   int
 	}{
-		{"mcp__everything__echo", `{"message":"hi"}`, maxMCPCallStatements},
-		{"skill__policy__read", `{"path":"refunds.md"}`, maxSkillReadStatements},
+		{"mcp__everything__echo", `{"message":"hi"}`, maxMCPCallStatements, maxMCPCallStatements + 1},
+		{"skill__policy__read", `{"path":"refunds.md"}`, maxSkillReadStatements, maxSkillReadStatements},
 	} {
 		limit := tc.limit
 		if db.Dialect == models.Postgres {
-			limit++
+			limit = tc.pg
 		}
 		call := func() {
 			c, err := rt.ToolCallCreate(t.Context(), p, runtime.ToolCallInput{Session: session, Tool: tc.tool, Input: json.RawMessage(tc.input), WaitSeconds: &wait})

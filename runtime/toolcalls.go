@@ -218,6 +218,16 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 	default:
 		call.Status, call.StartedAt = CallRunning, &call.CreatedAt
 	}
+	ranNow := call.Status == CallRunning && readNow(t)
+	if ranNow {
+		// A read of Subako's own memory: run, then recorded once, finished.
+		if r.endedSinceCheck(ctx, call) {
+			call.Status, call.Reason, call.FinishedAt = CallRefused, "the session ended", ptr(r.now())
+		} else {
+			out, rerr := r.runSkill(ctx, t, input)
+			call = *finished(call, r.finishUpdate(call, out, rerr))
+		}
+	}
 	a.target(call.ID)
 	rec := r.actionRecord(p, "ToolCall.create", a, VerdictAllowed, "")
 	if policy == tools.PolicyDeny {
@@ -227,6 +237,14 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 	rec.PolicyRule = call.PolicyRule
 	err = r.hotWriteTx(func() error {
 		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if call.Status == CallRunning && r.db.Dialect == models.Postgres {
+				// The opening record of a call that runs at once commits
+				// without waiting for the log's flush; its finishing write
+				// waits for it and so makes both durable (openingCommit).
+				if err := tx.Exec(openingCommit).Error; err != nil {
+					return err
+				}
+			}
 			if err := tx.Create(&call).Error; err != nil {
 				return err
 			}
@@ -254,9 +272,14 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		r.publish(Event{Kind: "approval", ID: call.ID, SessionID: s.ID, State: ApprovalPending})
 	}
 	if call.Status != CallRunning {
+		if ranNow {
+			h := &callHandle{call: call, done: make(chan struct{})}
+			h.deliver(&call)
+			return call, h, nil
+		}
 		return call, nil, nil
 	}
-	h := &callHandle{call: call, done: make(chan struct{})}
+	h := &callHandle{call: call, opened: rec, done: make(chan struct{})}
 	go r.runStarted(call, s, &t, h)
 	return call, h, nil
 }
