@@ -174,6 +174,9 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	e.Any("/sandbox-preview/:ticket/*", h.PreviewPort)
 	mcpEndpoint := handlers.NewMCP(h)
 	e.Any("/mcp/sessions/:session", mcpEndpoint.Serve, h.RequireBearer)
+	// People's code mode (search, fetch, do; or flat): its verbs are served
+	// by this router's own API routes (handlers/mcp_code.go).
+	e.Any("/mcp", handlers.NewCodeMode(h, e, verbs.All).Serve, h.RequireBearer)
 
 	// The API's own description, from the registry; public, as docs/api.md is.
 	e.GET("/api/v1/openapi.json", openAPI)
