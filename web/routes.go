@@ -69,6 +69,7 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 	con.POST("/versions/:version/publish", h.PublishVersion)
 	con.GET("/versions/:version/export", h.ExportVersion)
 	con.POST("/versions/:version/import", h.ImportVersion)
+	con.POST("/versions/:version/tools-as", h.SetToolsAs)
 	con.GET("/versions/:version/diff", h.DiffVersion)
 	con.GET("/versions/:version/grants/:kind/new", h.NewGrant)
 	con.POST("/versions/:version/grants/:kind", h.SaveGrant)
@@ -180,6 +181,13 @@ func routes(e *echo.Echo, h *handlers.Handlers, rt *runtime.Runtime) {
 
 	// The API's own description, from the registry; public, as docs/api.md is.
 	e.GET("/api/v1/openapi.json", openAPI)
+	// A session's $ as TypeScript (code mode, handlers/session_types.go):
+	// read through Session.tools, beside the registry's verbs.
+	e.GET("/api/v1/sessions/:session/$.d.ts", h.SessionTypesFile, h.RequireBearer)
+	// The typed client $, cut to the caller's verbs (handlers/sdk.go, docs/sdk.md):
+	// files, not verbs; a bearer token or, without one, the console's cookie.
+	e.GET("/api/v1/$.d.ts", h.ClientTypesFile, h.RequireBearerOrUser)
+	e.GET("/api/v1/$.js", h.ClientScriptFile, h.RequireBearerOrUser)
 	api := e.Group("/api/v1", h.RequireBearer, handlers.APICaller)
 	for _, r := range apiRoutes(h) {
 		for _, p := range append([]string{r.Path}, r.Aliases...) {
