@@ -41,7 +41,7 @@ var _ sandbox.Ownership = sandboxOwnership{}
 func (o sandboxOwnership) Claim(ctx context.Context, id string) (sandbox.Record, error) {
 	r := o.r
 	me := r.Replica().ID
-	for range 3 {
+	for range 5 {
 		m, err := r.loadSandbox(ctx, id)
 		var re *Error
 		if errors.As(err, &re) && re.Kind == KindNotFound {
@@ -69,9 +69,12 @@ func (o sandboxOwnership) Claim(ctx context.Context, id string) (sandbox.Record,
 			updates["machine_seconds"], updates["archive_note"] = takeoverFigures(m, now)
 		}
 		q := r.db.WithContext(ctx).Model(&models.Sandbox{}).Where("id = ? AND replica_id = ?", id, m.ReplicaID)
-		if m.LeaseExpiresAt != nil {
+		switch {
+		case m.ReplicaID == me:
+			// Already this replica's: its own requests only extend the lease.
+		case m.LeaseExpiresAt != nil:
 			q = q.Where("lease_expires_at = ?", *m.LeaseExpiresAt)
-		} else {
+		default:
 			q = q.Where("lease_expires_at IS NULL")
 		}
 		res := q.Updates(updates)
@@ -91,7 +94,7 @@ func (o sandboxOwnership) Claim(ctx context.Context, id string) (sandbox.Record,
 		}
 		return recordOf(m), nil
 	}
-	return sandbox.Record{}, fmt.Errorf("runtime: sandbox %s changed hands three times while this replica claimed it; try again", id)
+	return sandbox.Record{}, fmt.Errorf("runtime: sandbox %s changed hands five times while this replica claimed it; try again", id)
 }
 
 // takeoverFigures bills a dead replica's run of m until its lease ran out,
