@@ -158,8 +158,8 @@ func declared() []Verb {
 		{Name: "User.invite", Method: post, Path: "/users", Doc: "Invites a person by email at an access level; the answer holds the invitation link.",
 			Input:  obj(req("email", str("")), req("access", enum("", "owner", "admin", "member", "viewer", "none")), prop("tenant", str("a tenant id or name"))),
 			Output: anyObj("the invitation")},
-		{Name: "User.update", Method: patch, Path: "/users/:user", Doc: "Changes a person's access level.",
-			Input: obj(req("access", enum("", "owner", "admin", "member", "viewer", "none"))), Output: userOut},
+		{Name: "User.update", Method: patch, Path: "/users/:user", Doc: "Changes a person's access level or name.",
+			Input: obj(prop("access", enum("", "owner", "admin", "member", "viewer", "none")), prop("name", str("the person's name"))), Output: userOut},
 		{Name: "User.remove", Method: del, Path: "/users/:user", Doc: "Removes a person; their tokens stop working at once."},
 		{Name: "User.revoke_invite", Method: del, Path: "/invites/:invite", Doc: "Revokes a pending invitation; its link stops working."},
 

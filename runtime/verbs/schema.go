@@ -110,6 +110,7 @@ func agentIn(creating bool) *jsonschema.Schema {
 
 func roleIn() *jsonschema.Schema {
 	return obj(prop("name", str("")), prop("description", str("")),
+		prop("decay_days", &jsonschema.Schema{Type: "integer", Description: "a seat's permission unused this many days is removed (0: the server's default)", Minimum: ptr(0.0), Maximum: ptr(3650.0)}),
 		prop("permissions", arr(obj(req("verb", str("Noun.verb or Noun.*")), prop("scope", str("*, tenant:<id>, agent:<id>, vault:<id> or session:<id>")),
 			prop("limit", anyObj("{count, period, field, values, spend_sc}"))))))
 }
