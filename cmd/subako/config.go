@@ -70,6 +70,8 @@ type Config struct {
 	Releases releaseFlags
 	// ArchiveStore: where sandbox archives are kept (archivestore.go).
 	ArchiveStore archiveStoreFlags
+	// Cluster: replicas reaching each other, and the drain (cluster.go).
+	Cluster clusterFlags
 }
 
 // bindDB registers the flags every database-touching command shares.
@@ -123,6 +125,7 @@ func bindServe(fs *flag.FlagSet, c *Config) {
 	bindVolumes(fs, &c.Volumes)
 	bindReleases(fs, &c.Releases)
 	bindArchiveStore(fs, &c.ArchiveStore)
+	bindCluster(fs, &c.Cluster)
 }
 
 // parseFlags applies environment fallbacks for flags not given on the command line.
@@ -175,6 +178,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.ArchiveStore.validate(); err != nil {
+		return err
+	}
+	if err := c.Cluster.validate(c.DatabaseURL != ""); err != nil {
 		return err
 	}
 	if c.RevealMax < 1 || c.RevealMax > 1_000_000 {

@@ -79,7 +79,7 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 	return func() {
 		// Archiving every running workspace can take a while; a kill after
 		// this leaves them to Recover at the next start, nothing lost.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), c.Cluster.DrainTimeout)
 		defer cancel()
 		if err := rt.StopSandboxes(ctx); err != nil {
 			log.Error("suspend sandboxes at shutdown", "err", err)

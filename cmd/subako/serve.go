@@ -74,7 +74,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ReplicaID: replica, ApprovalTimeout: c.ApprovalTimeout, PermissionDecayDays: c.PermissionDecay, AllowPrivateEgress: c.EgressAllowPrivate, MCPLimits: c.Limits.mcpLimits(),
+	rt := runtime.New(db, runtime.Options{Log: log, Keys: keys, ReplicaID: replica, ReplicaURL: c.Cluster.AdvertiseURL, ApprovalTimeout: c.ApprovalTimeout, PermissionDecayDays: c.PermissionDecay, AllowPrivateEgress: c.EgressAllowPrivate, MCPLimits: c.Limits.mcpLimits(),
 		LoginThrottle: c.LoginThrottle, ReadyWriteTimeout: c.ReadyWriteTimeout, Notify: c.notifyOptions(), ReleaseInfo: releaseInfo(&c)})
 	defer rt.Close()
 	if err := wireFunctions(context.Background(), rt, c.Data, c.EgressAllowPrivate, c.Limits.functionCapacity(), log); err != nil {
@@ -83,7 +83,10 @@ func serve(args []string) error {
 	srv, metricsHandler := web.NewWithMetrics(rt, web.Config{BaseURL: c.BaseURL, Log: log,
 		CookieHashKey: keys.Derive("cookie hash", 32), CookieBlockKey: keys.Derive("cookie block", 32),
 		AllowedHosts: c.allowedHosts(), MetricsToken: c.MetricsToken, MetricsElsewhere: c.MetricsAddr != "",
-		RevealFor: c.RevealFor, RevealMax: c.RevealMax})
+		RevealFor: c.RevealFor, RevealMax: c.RevealMax, InternalSecret: string(c.Cluster.InternalSecret)})
+	if c.Cluster.InternalSecret != "" {
+		rt.SetSandboxPeer(web.NewPeer(string(c.Cluster.InternalSecret), c.BaseURL))
+	}
 	if c.MetricsAddr != "" {
 		stopMetrics, err := serveMetrics(c.MetricsAddr, web.MetricsHostCheck(c.BaseURL, c.allowedHosts(), metricsHandler), log)
 		if err != nil {
@@ -122,7 +125,8 @@ func serve(args []string) error {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
+	log.Info("shutting down: draining")
+	rt.SetDraining() // /readyz 503; the sandboxes are suspended once requests end (startSandboxes)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
