@@ -37,6 +37,8 @@ func (m *Manager) Tick(ctx context.Context) error {
 		}
 		b.mu.Unlock()
 	}
+	// Every replica, lease or not: the folders are its own (rearchive.go).
+	errs = append(errs, m.retryArchives(ctx))
 	if m.cfg.RetireGate != nil && !m.cfg.RetireGate(ctx) {
 		return errors.Join(errs...)
 	}
@@ -88,6 +90,9 @@ func (m *Manager) retire(ctx context.Context, stored Record) error {
 	rec := b.rec
 	_, statErr := os.Stat(m.workspaceDir(rec.ID))
 	folder := !errors.Is(statErr, fs.ErrNotExist)
+	if folder && storeWasDown(rec.ArchiveError) {
+		return nil // archived as soon as the store answers (retryArchives), retired after
+	}
 	if rec.ArchiveError != "" && folder {
 		// The folder is newer than the archive: it goes only once an archive
 		// holds it. Archiving it again is tried once per RetireAfter (a
@@ -150,7 +155,8 @@ func (m *Manager) Recover(ctx context.Context) error {
 		return errors.Join(append(errs, fmt.Errorf("sandbox: list running: %w", err))...)
 	}
 	for _, rec := range running {
-		if m.cfg.Owner != nil && !m.cfg.Owner.Recoverable(ctx, rec) {
+		_, statErr := os.Stat(m.workspaceDir(rec.ID))
+		if m.cfg.Owner != nil && !m.cfg.Owner.Recoverable(ctx, rec, statErr == nil) {
 			continue // a live replica runs it
 		}
 		b := m.adopt(rec)
