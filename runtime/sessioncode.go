@@ -34,6 +34,9 @@ type CodeTool struct {
 	// OutputSchema is the server's outputSchema of an MCP tool, the type of
 	// its answer's structured part.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// mayWait: a call may wait for a person (ask first, an argument rule
+	// that asks, ask_user's answer, a client's tool).
+	mayWait bool
 }
 
 // Dotted is the tool's path as the program names it: "mcp.everything.echo".
@@ -118,7 +121,8 @@ func codeTools(offered []OfferedTool) []CodeTool {
 			continue // every offered name parses; a stray one is not callable as code
 		}
 		out = append(out, CodeTool{Path: []string{kind, grant, tool}, Name: t.Name, Kind: kind, Grant: grant, Tool: tool,
-			Description: t.Description, Policy: t.Policy, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
+			Description: t.Description, Policy: t.Policy, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
+			mayWait: t.Policy != tools.PolicyAllow || len(t.Rules) > 0})
 	}
 	return out
 }
@@ -162,8 +166,21 @@ func CodeTypes(ts []CodeTool) string {
 		}
 		funcs = append(funcs, tsgen.Func{Path: t.Path, Doc: doc, Input: schemaOf(t.InputSchema), Output: codeOutput(t)})
 	}
-	return tsgen.Client(funcs)
+	// tsgen's header declares the SubakoError the API's calls throw; a
+	// session's $ throws what programCall says, so it says that instead.
+	out := tsgen.Client(funcs)
+	if i := strings.Index(out, "declare const $"); i >= 0 {
+		out = codeTypesHeader + out[i:]
+	}
+	return out
 }
+
+const codeTypesHeader = `// This session's tools as $, by kind and grant, typed from their schemas.
+// Each call is a tool call of the session: checked by its policy, waiting for
+// approval when it asks first, recorded. A refused or failed call throws an
+// Error with .code ("refused", "tool_failed", "call_unfinished", or why the
+// input was refused) and .message (the reason).
+`
 
 func schemaOf(raw json.RawMessage) *jsonschema.Schema {
 	if len(raw) == 0 {

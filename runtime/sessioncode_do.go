@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/subako/subako/models"
@@ -18,12 +19,16 @@ type SessionProgramInput struct {
 	Model   string
 }
 
-// Bounds of a session's program. Its own running time is codemode's
-// deadline; a $ call waiting for a person's approval waits up to
-// sessionCallWait, and the program with it (the deadline is extended to
-// the wait, never past it).
+// Bounds of a session's program. A program runs for codemode's default
+// deadline; one that may call an ask-first tool gets codemode's longest,
+// so that a person's approval can come while it waits. A call waits no
+// longer than the program's time left: past it, it is cancelled.
+//
+// Left for later: the deadline pausing while a call waits (up to
+// maxWait), which needs codemode to pause its clock inside a $ call.
 const (
-	sessionProgramDeadline = 10 * time.Second
+	sessionProgramDeadline = codemode.DefaultDeadline
+	sessionAskDeadline     = codemode.MaxDeadline
 	sessionCallWait        = maxWait
 )
 
@@ -70,7 +75,11 @@ func (r *Runtime) SessionProgram(ctx context.Context, p Principal, in SessionPro
 				}
 				return r.programCall(ctx, p, s.ID, t, input, Caller{Client: in.Client, Model: in.Model, ParentAction: id}, in)
 			}
-			res, err = codemode.Run(ctx, in.Program, names, call, codemode.Limits{Deadline: sessionProgramDeadline})
+			deadline := sessionProgramDeadline
+			if slices.ContainsFunc(ts, func(t CodeTool) bool { return t.mayWait }) {
+				deadline = sessionAskDeadline
+			}
+			res, err = codemode.Run(ctx, in.Program, names, call, codemode.Limits{Deadline: deadline})
 			return err
 		})
 	return res, actionID, err
@@ -82,7 +91,7 @@ func offeredOf(rep toolsReport) []OfferedTool {
 	for _, t := range rep.all {
 		if t.Offered {
 			out = append(out, OfferedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Policy: t.Policy,
-				OutputSchema: t.OutputSchema})
+				OutputSchema: t.OutputSchema, Rules: t.Rules})
 		}
 	}
 	return out
@@ -112,7 +121,7 @@ func (r *Runtime) programCall(ctx context.Context, p Principal, session string, 
 		}
 		if call.Open() || call.Status == CallRefused {
 			return nil, &codemode.CallError{Code: "call_unfinished", Message: fmt.Sprintf(
-				"%s (call %s) did not finish within the program's time (its approval wait is at most %s)", t.Expr(), call.ID, sessionCallWait)}
+				"%s (call %s) did not finish within the program's time, so it was cancelled (an ask-first call waits at most as long as its program may run: %s)", t.Expr(), call.ID, sessionAskDeadline)}
 		}
 	}
 	switch call.Status {
