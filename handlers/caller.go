@@ -39,8 +39,11 @@ func withCaller(next echo.HandlerFunc, client func(echo.Context) string) echo.Ha
 		if runtime.CallerFrom(req.Context()).Client != "" {
 			return next(c)
 		}
-		model := req.Header.Get("X-Subako-Model")
-		if err := runtime.CheckModel("X-Subako-Model", model); err != nil {
+		field, model := "X-Subako-Model", req.Header.Get("X-Subako-Model")
+		if model == "" { // the older name, which ToolCall.create took first
+			field, model = "Subako-Model", req.Header.Get("Subako-Model")
+		}
+		if err := runtime.CheckModel(field, model); err != nil {
 			return err
 		}
 		c.SetRequest(req.WithContext(runtime.WithCaller(req.Context(), runtime.Caller{Client: client(c), Model: model})))

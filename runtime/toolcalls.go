@@ -134,6 +134,9 @@ func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallIn
 	var out ToolCallView
 	var callID string
 	var started *callHandle
+	if in.ClientInfo == "" {
+		in.ClientInfo = CallerFrom(ctx).Client // the call's record names its client as its Action does
+	}
 	err := r.runIn(ctx, p, "ToolCall.create", r.callCheckInput(in), func(a *act) error {
 		a.model, a.client = in.Model, in.ClientInfo
 		if in.WaitSeconds != nil && *in.WaitSeconds < 0 {

@@ -238,7 +238,8 @@ func TestMCPCallRecordsClientAndModel(t *testing.T) {
 		"claude-code/2.0.1": {Model: "claude-opus-4-5"},
 		"inspector/0.17.0":  {Model: "gpt-5"},
 		"quiet-agent":       {Model: ""},
-		"":                  {Model: "local-llama"},
+		// The JSON API's client is its User-Agent (issue 14, docs/api.md "Who called").
+		"API (Go-http-client/1.1)": {Model: "local-llama"},
 	}
 	calls := w.callsOf(s)
 	if len(calls) != len(want) {
