@@ -20,9 +20,11 @@ type Func struct {
 }
 
 // errorDecl is what every call of `$` throws when Subako refuses it: the
-// problem JSON's fields (docs/api.md, "Errors").
-const errorDecl = `/** What a call of $ throws when Subako refuses it (an RFC 9457 problem). */
-declare class SubakoError extends Error {
+// problem JSON's fields (docs/api.md, "Errors"). An interface, a type only:
+// $.js exports its class rather than making a global, and a code-mode
+// program's errors are plain Errors with these fields.
+const errorDecl = `/** What a call of $ throws when Subako refuses it (an RFC 9457 problem): catch (e) { (e as SubakoError).code } */
+interface SubakoError extends Error {
   /** The HTTP status: 401, 403, 404, 409, 422, 429… */
   readonly status: number;
   /** A stable code: "permission_denied", "not_found", "name_invalid"… */

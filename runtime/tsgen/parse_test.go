@@ -24,7 +24,7 @@ func parseType(src string) error {
 	return nil
 }
 
-// parseClient checks Client's output: comments, the SubakoError class, then
+// parseClient checks Client's output: comments, the SubakoError interface, then
 // `declare const $: TYPE;`.
 func parseClient(src string) error {
 	i := strings.Index(src, "declare const $: ")

@@ -135,7 +135,7 @@ func TestClient(t *testing.T) {
 		{Path: nil, Doc: "no path: dropped"},
 	})
 	for _, want := range []string{
-		"declare class SubakoError extends Error",
+		"interface SubakoError extends Error {",
 		"readonly missing_permission?: string;",
 		"declare const $: {\n  Session: {\n    /** End a session; its token stops working. */\n    end(input: {\n      session: string;\n    }): Promise<{\n      id: string;\n    }>;\n",
 		"    list(input?: {\n",
@@ -199,7 +199,7 @@ async function main(): Promise<void> {
   await $.Session.end({ session: "ses_1" });
   await $.mcp["my-server"].echo({ a: 1 });
   await $.a(); await $.a.b();
-  try { await $.Session.end({ session: "x" }); } catch (e) { if (e instanceof SubakoError) { const m: string | undefined = e.missing_permission; void m; } }
+  try { await $.Session.end({ session: "x" }); } catch (e) { const m: string | undefined = (e as SubakoError).missing_permission; void m; }
 }
 void main;
 export {};
