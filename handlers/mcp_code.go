@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -29,11 +31,18 @@ type CodeMode struct {
 	// verbs lists the verbs the interfaces offer (the registry).
 	verbs   func() []verbs.Verb
 	handler http.Handler
+	// running counts each person's programs running now (maxProgramsEach).
+	mu      sync.Mutex
+	running map[string]int
 }
+
+// maxProgramsEach bounds the programs one person runs at a time: each may
+// hold a CPU for its deadline and its memory bound.
+const maxProgramsEach = 4
 
 // NewCodeMode builds /mcp. api is the router that serves /api/v1.
 func NewCodeMode(h *Handlers, api http.Handler, list func() []verbs.Verb) *CodeMode {
-	m := &CodeMode{h: h, api: api, verbs: list}
+	m := &CodeMode{h: h, api: api, verbs: list, running: map[string]int{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "subako", Title: "Subako (code mode)", Version: "1"},
 		&mcp.ServerOptions{
 			Instructions: "Subako's verbs as code: search finds verbs, records and docs; fetch reads one by id (or \"$.d.ts\", the typed client); do runs a TypeScript program against $ (await $.Noun.verb(input)).",
@@ -176,6 +185,20 @@ func (m *CodeMode) do(ctx context.Context, c caller, args json.RawMessage) (*mcp
 	if err := json.Unmarshal(args, &in); err != nil || in.Program == "" {
 		return toolError("input.program: a TypeScript program is required, e.g. {\"program\": \"return await $.Agent.list({})\"}"), nil
 	}
+	m.mu.Lock()
+	if m.running[c.p.ID] >= maxProgramsEach {
+		m.mu.Unlock()
+		return toolError(fmt.Sprintf("too_many_programs: %d of your programs are running; the limit is %d at a time", maxProgramsEach, maxProgramsEach)), nil
+	}
+	m.running[c.p.ID]++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		if m.running[c.p.ID]--; m.running[c.p.ID] <= 0 {
+			delete(m.running, c.p.ID)
+		}
+		m.mu.Unlock()
+	}()
 	// $ holds every verb a program can call, not only those the token
 	// holds: the API route decides, and its refusal is recorded and thrown
 	// naming the missing permission (fetch "$.d.ts" types only the held ones).
