@@ -113,13 +113,16 @@ func (m *MCP) codeSearch(ctx context.Context, p runtime.Principal, session, quer
 		}
 		out.Tools = append(out.Tools, codeSearchHit{Call: t.Expr(), Name: t.Name, Kind: t.Kind, Grant: t.Grant, Policy: t.Policy, Description: t.Description})
 	}
-	return codeJSON(out), nil
+	return jsonResult(out), nil
 }
 
 func (m *MCP) codeFetch(ctx context.Context, p runtime.Principal, session, name string) (*mcp.CallToolResult, error) {
 	sc, err := m.h.RT.SessionCodeTools(ctx, p, session)
 	if err != nil {
 		return nil, err
+	}
+	if len(name) > 1000 {
+		return toolError(fmt.Sprintf("input.name must be at most 1000 bytes; it has %d", len(name))), nil
 	}
 	name = strings.TrimSpace(name)
 	if name == "" || name == "$.d.ts" || name == "$" {
@@ -132,49 +135,19 @@ func (m *MCP) codeFetch(ctx context.Context, p runtime.Principal, session, name 
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: runtime.CodeTypes([]runtime.CodeTool{t})}}}, nil
 }
 
-// codeDoOutput is what do answers: the program's value and log, its $
-// calls, its Action, and why it stopped when it did not finish.
-type codeDoOutput struct {
-	Value  json.RawMessage `json:"value"`
-	Log    []string        `json:"log"`
-	Calls  int             `json:"calls"`
-	Action string          `json:"action,omitempty"`
-	Error  *codeDoError    `json:"error,omitempty"`
-}
-
-type codeDoError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 func (m *MCP) codeDo(ctx context.Context, p runtime.Principal, session, program, client, model string) (*mcp.CallToolResult, error) {
+	// Answered as people's /mcp answers its do (programResult): value, log,
+	// calls, the program's Action, and why it stopped when it did not finish.
 	res, action, err := m.h.RT.SessionProgram(ctx, p, runtime.SessionProgramInput{Session: session, Program: program, Client: client, Model: model})
-	out := codeDoOutput{Value: res.Value, Log: res.Log, Calls: res.Calls, Action: action}
-	if out.Log == nil {
-		out.Log = []string{}
-	}
-	if out.Value == nil {
-		out.Value = json.RawMessage("null")
-	}
 	var ce *codemode.Error
 	switch {
 	case errors.As(err, &ce):
-		out.Error = &codeDoError{Code: ce.Code, Message: ce.Message}
+		return programResult(action, res, ce), nil
 	case err != nil:
 		if e, ok := runtime.AsError(err); ok && e.Kind != runtime.KindInternal {
 			return toolError(e.Error()), nil
 		}
 		return nil, err
 	}
-	r := codeJSON(out)
-	r.IsError = out.Error != nil
-	return r, nil
-}
-
-// codeJSON is a tool's answer as JSON text and structured content.
-func codeJSON(v any) *mcp.CallToolResult {
-	b, _ := json.Marshal(v)
-	var obj map[string]any
-	_ = json.Unmarshal(b, &obj)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: obj}
+	return programResult(action, res, nil), nil
 }
