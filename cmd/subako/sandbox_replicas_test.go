@@ -162,7 +162,7 @@ func (w *replicaWorld) replicaOf(base string) string {
 // the store with its archived /workspace, B owns it, and the sandbox says
 // what the failover lost.
 func TestSandboxesAcrossTwoReplicas(t *testing.T) {
-	w := newReplicaWorld(t, "6s", "")
+	w := newReplicaWorld(t, "10s", "")
 	a, b, db, token, session := w.replicas[0], w.replicas[1], w.db, w.token, w.session("")
 	replicaOf := w.replicaOf
 	on := w.on
