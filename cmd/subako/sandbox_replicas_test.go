@@ -51,8 +51,8 @@ func newReplicaWorld(t *testing.T, idle, mcpURL string) *replicaWorld {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("sandboxes need bubblewrap (apt-get install -y bubblewrap)")
 	}
+	store := s3test.Start(t) // skips, saying how to build weed, when it is absent
 	bin := buildServer(t)
-	store := s3test.Start(t)
 	dir, dbURL := modelstest.Fresh(t)
 	dbArgs := []string{"--data", dir, "--database-url", dbURL}
 	if err := userCmd(append([]string{"add", "--email", "owner@example.com", "--access", "owner", "--password-stdin"}, dbArgs...),
