@@ -168,7 +168,11 @@ func (r *Runtime) SandboxTick(ctx context.Context) error {
 	}
 	set.accrualMu.Unlock()
 	if due {
-		errs = append(errs, r.accrueArchives(ctx, archiveAccrualEvery))
+		// One replica meters (leases.go): two reading the same last record
+		// would each add the same hour of archive storage.
+		r.runOnce(ctx, "archive-usage", 5*time.Minute, func(ctx context.Context) {
+			errs = append(errs, r.accrueArchives(ctx, archiveAccrualEvery))
+		})
 	}
 	return errors.Join(errs...)
 }
