@@ -35,7 +35,7 @@ func drainingNotReady(rt *runtime.Runtime) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if rt.Draining() && c.Request().URL.Path == "/readyz" {
-				return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "draining",
+				return c.JSON(http.StatusServiceUnavailable, map[string]any{"ready": false, "draining": true, "replica": rt.Replica().ID,
 					"detail": "this replica is stopping: it suspends its sandboxes so the other replicas can restore them"})
 			}
 			return next(c)
