@@ -56,3 +56,45 @@ func TestProgramCallsLinkToTheirProgram(t *testing.T) {
 		t.Errorf("/audit?parent= shows %d rows, want the program's 2 calls", n)
 	}
 }
+
+// Every call a session's token makes records the agent version the session
+// runs, the reads too, and the client it came from.
+func TestSessionTokenCallsRecordTheirVersion(t *testing.T) {
+	e := newEnv(t)
+	tok := e.owner().token()
+	_, draft := e.agentWithDraft(tok)
+	if st := e.api(tok, "POST", "/versions/"+draft.ID+"/publish", nil, nil); st != 200 {
+		t.Fatalf("publish: %d", st)
+	}
+	var s session
+	if st := e.api(tok, "POST", "/sessions", map[string]any{"version": draft.ID}, &s); st != 201 && st != 200 {
+		t.Fatalf("Session.create: %d", st)
+	}
+	for _, path := range []string{"/sessions/" + s.ID, "/sessions/" + s.ID + "/tools", "/sessions/" + s.ID + "/tool_calls"} {
+		if st := e.api(s.Token, "GET", path, nil, nil); st != 200 {
+			t.Fatalf("GET %s with the session's token: %d", path, st)
+		}
+	}
+	var acts []struct {
+		Verb    string `json:"verb"`
+		ByKind  string `json:"by_kind"`
+		Version string `json:"version"`
+		Client  string `json:"client_info"`
+	}
+	if st := e.api(tok, "GET", "/actions?limit=500", nil, &acts); st != 200 {
+		t.Fatalf("Action.list: %d", st)
+	}
+	seen := 0
+	for _, a := range acts {
+		if a.ByKind != "session" {
+			continue
+		}
+		seen++
+		if a.Version != draft.ID || !strings.HasPrefix(a.Client, "API (") {
+			t.Errorf("%s by the session's token recorded version %q client %q, want %s and API (…)", a.Verb, a.Version, a.Client, draft.ID)
+		}
+	}
+	if seen < 3 {
+		t.Errorf("%d Actions by the session's token, want its 3 calls", seen)
+	}
+}
