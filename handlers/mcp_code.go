@@ -215,6 +215,12 @@ func (m *CodeMode) do(ctx context.Context, c caller, args json.RawMessage) (*mcp
 			actionID = id
 			call := func(ctx context.Context, name string, input json.RawMessage) (json.RawMessage, error) {
 				if v, ok := m.verb(name); ok && takesSecret(v) {
+					var in struct{ Secret any }
+					if json.Unmarshal(input, &in) == nil {
+						if s, ok := in.Secret.(string); ok {
+							m.h.RT.RedactProgram(ctx, id, s)
+						}
+					}
 					return nil, &codemode.CallError{Code: "not_in_code_mode", Status: 422, Field: "secret",
 						Message: name + " takes a secret, and a program's text is kept with its Action: set it with subako do, the API or the console"}
 				}

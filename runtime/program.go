@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/subako/subako/models"
 )
@@ -30,6 +32,11 @@ func (r *Runtime) ProgramRun(ctx context.Context, p Principal, in ProgramInput, 
 		if len(in.Program) > MaxProgramBytes {
 			return invalid("program", "program_too_large", fmt.Sprintf("program is %d bytes; the limit is %d bytes (64 KiB)", len(in.Program), MaxProgramBytes))
 		}
+		if secretCall.MatchString(in.Program) {
+			// Refused before its text is kept: the secret it would pass
+			// would be kept (and shown on the Audit page) with it.
+			return invalid("program", "secret_in_program", "the program calls Credential.set, which takes a secret, and a program's text is kept with its Action: set credentials with subako do, the API or the console")
+		}
 		a.client, a.model = in.Client, in.Model
 		rec := r.actionRecord(p, "Program.run", a, VerdictAllowed, "")
 		rec.Program = truncate(in.Program, MaxProgramBytes)
@@ -49,4 +56,28 @@ func (r *Runtime) ProgramRun(ctx context.Context, p Principal, in ProgramInput, 
 		return err
 	}
 	return bodyErr
+}
+
+// secretCall finds a call of a verb taking a secret (Credential.set) in a
+// program's text, written $.Credential.set, $.Credential?.set or with brackets.
+var secretCall = regexp.MustCompile("Credential[\"'`]?\\s*\\]?\\s*(?:\\?\\.|\\.|\\[)\\s*[\"'`]?set\\b")
+
+// RedactProgram removes a secret from the kept text of program action: a
+// call that took it was refused, but the text held it (a call the text
+// check did not see, e.g. $[name].set).
+func (r *Runtime) RedactProgram(ctx context.Context, action, secret string) {
+	if secret == "" || action == "" {
+		return
+	}
+	var a models.Action
+	db := r.db.WithContext(context.WithoutCancel(ctx))
+	if err := db.Select("id", "program").Where("id = ? AND verb = ?", action, "Program.run").Take(&a).Error; err != nil {
+		return
+	}
+	if !strings.Contains(a.Program, secret) {
+		return
+	}
+	if err := db.Model(&models.Action{}).Where("id = ?", action).Update("program", strings.ReplaceAll(a.Program, secret, "[secret removed]")).Error; err != nil {
+		r.opts.Log.Error("runtime: redact a program's secret", "action", action, "err", err)
+	}
 }
