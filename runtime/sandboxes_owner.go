@@ -130,6 +130,21 @@ func (o sandboxOwnership) Recoverable(ctx context.Context, rec sandbox.Record, h
 	return err == nil && !alive && hasFolder
 }
 
+// Holds: this replica still runs sandbox id only while its record says
+// running here; a record another replica took over (or recorded suspended
+// from its archive) means this replica's machine is stale.
+func (o sandboxOwnership) Holds(ctx context.Context, id string) (bool, error) {
+	m, err := o.r.loadSandbox(ctx, id)
+	var re *Error
+	if errors.As(err, &re) && re.Kind == KindNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return m.State == string(sandbox.StateRunning) && m.ReplicaID == o.r.Replica().ID, nil
+}
+
 // renewSandboxLeases extends this replica's hold on the sandboxes it runs.
 func (r *Runtime) renewSandboxLeases(ctx context.Context) error {
 	if !r.multiReplica() {

@@ -129,6 +129,9 @@ func (m *Manager) restore(ctx context.Context, id, ws string) error {
 // step leaves either the folder with a record that says so, or a recorded
 // archive. billUntil ends the machine-time of this run.
 func (m *Manager) suspendLocked(ctx context.Context, b *box, billUntil time.Time) error {
+	if gone, err := m.superseded(ctx, b); gone || err != nil {
+		return err
+	}
 	if b.machine != nil {
 		if err := b.machine.Stop(); err != nil {
 			m.cfg.Logger.Warn("sandbox: stop", "sandbox", b.rec.ID, "err", err)

@@ -63,6 +63,12 @@ func (m *Manager) flushActivity(ctx context.Context, b *box) error {
 	if b.machine == nil || b.rec.State != StateRunning || b.rec.LastActiveAt.Equal(b.storedActive) {
 		return nil
 	}
+	if m.cfg.Owner != nil {
+		// A replica that lost the sandbox must not record it as its own.
+		if held, err := m.cfg.Owner.Holds(ctx, b.id); err != nil || !held {
+			return err
+		}
+	}
 	if err := m.cfg.Store.Put(ctx, b.rec); err != nil {
 		return fmt.Errorf("sandbox: record last activity of %s: %w", b.rec.ID, err)
 	}
