@@ -117,11 +117,13 @@ func roleIn() *jsonschema.Schema {
 
 var (
 	timeField = func(name string) field { return prop(name, str("RFC 3339 time")) }
+	// nullTime is a time a record may not have yet (answered null).
+	nullTime = func(name string) field { return prop(name, nullable(str("RFC 3339 time, null until it happens"))) }
 
 	agentOut = out("an agent", req("id", str("")), req("name", str("")), prop("description", str("")),
 		timeField("created_at"), prop("published_version", str("")))
 	versionOut = out("a version", req("id", str("")), req("agent", str("")), req("number", integer("")),
-		req("state", enum("", "draft", "published")), prop("config", anyObj("the agent config")), timeField("created_at"), timeField("published_at"))
+		req("state", enum("", "draft", "published")), prop("config", anyObj("the agent config")), timeField("created_at"), nullTime("published_at"))
 	toolOut = out("a version's tool", req("name", str("")), prop("kind", str("")), prop("grant", str("")), prop("tool", str("")),
 		prop("policy", enum("", "allow", "ask", "deny")), prop("offered", boolean("")))
 	offeredToolOut = out("an offered tool", req("name", str("")), prop("description", str("")), prop("input_schema", anyObj("JSON Schema")),
@@ -135,15 +137,15 @@ var (
 		prop("credentials", arr(credentialOut)))
 	sessionOut = out("a session", req("id", str("")), prop("agent", str("")), prop("version", str("")), prop("title", str("")),
 		prop("state", str("")), prop("tenant", str("")), prop("token", str("the session's token: only in Session.create's answer")),
-		timeField("created_at"), timeField("ended_at"))
+		timeField("created_at"), nullTime("ended_at"))
 	toolCallOut = out("a tool call", req("id", str("")), prop("session", str("")), prop("tool", str("")),
 		prop("status", str("succeeded, failed, refused, awaiting_approval, running, cancelled")), prop("verdict", enum("", "allow", "ask", "deny")),
 		prop("reason", str("")), prop("output", anyValue("")), prop("error", str("")), prop("model", str("")), prop("version", str("")),
-		prop("by", str("")), prop("approval", str("")), timeField("started_at"), timeField("finished_at"), prop("duration_ms", integer("")))
+		prop("by", str("")), prop("approval", str("")), nullTime("started_at"), nullTime("finished_at"), prop("duration_ms", integer("")))
 	sessionRuleOut = out("a session rule", req("id", str("")), prop("session", str("")), prop("tool", str("")), prop("policy", str("")),
 		prop("created_by", str("")), timeField("created_at"))
 	approvalOut = out("an approval", req("id", str("")), prop("state", str("")), prop("tool", str("")), prop("session", str("")),
-		prop("agent", str("")), prop("input", anyValue("")), prop("reason", str("")), prop("decided_by", str("")), timeField("created_at"), timeField("decided_at"))
+		prop("agent", str("")), prop("input", anyValue("")), prop("reason", str("")), prop("decided_by", str("")), timeField("created_at"), nullTime("decided_at"))
 	sandboxOut = out("a sandbox", req("id", str("")), prop("session", str("")), prop("grant", str("")),
 		prop("state", enum("", "running", "suspended", "retired")), prop("machine_seconds", number("")), prop("credits", number("")),
 		prop("archive", nullable(anyObj("{bytes, created_at}"))), prop("archive_error", str("")), prop("archive_note", str("")))
