@@ -145,6 +145,16 @@ func (r *Runtime) Reap(ctx context.Context) {
 			r.publish(Event{Kind: "call", ID: ap.ToolCallID, SessionID: ap.SessionID, State: CallRefused})
 		}
 	}
+	// A call approved on a replica that died before starting it (or whose
+	// write starting it failed) would stay queued for ever: start it here;
+	// execute's conditional update lets one replica run it.
+	var queued []string
+	r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("status = ? AND id IN (?)", CallQueued,
+		r.db.Model(&models.Approval{}).Select("tool_call_id").Where("state = ? AND decided_at <= ?", ApprovalApproved, now.Add(-queuedGrace))).
+		Limit(100).Pluck("id", &queued)
+	for _, id := range queued {
+		go r.execute(id)
+	}
 	var stale []models.ToolCall
 	r.db.WithContext(ctx).Where("status = ? AND started_at <= ?", CallWaitingClient, now.Add(-r.opts.ClientTimeout)).Find(&stale)
 	for _, c := range stale {
@@ -153,6 +163,10 @@ func (r *Runtime) Reap(ctx context.Context) {
 	r.decayIfDue(ctx)
 	r.forgetReplicas(ctx)
 }
+
+// queuedGrace is how long after its approval a queued call is left to the
+// replica that decided it before the reaper starts it.
+const queuedGrace = 30 * time.Second
 
 type timeoutError struct{ after time.Duration }
 
