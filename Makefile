@@ -16,12 +16,10 @@ build: packages
 	$(GO) build -o $(dir $(BIN))subako-agent ./cmd/subako-agent
 
 # The shipped function packages (jq, html, javascript, github), built for
-# GOOS=wasip1 into the folder cmd/subako embeds, and code mode's guest
-# (runtime/codemode/guest) into cmd/subako/codemodeguest; git-ignored, never committed.
+# GOOS=wasip1 into the folder cmd/subako embeds; git-ignored, never committed.
 FNPACKAGES := cmd/subako/fnpackages
 packages:
 	sh runtime/fn/packages/build.sh $(FNPACKAGES)
-	cd runtime/codemode/guest && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(CURDIR)/cmd/subako/codemodeguest/guest.wasm .
 
 generate:
 	$(GO) tool templ generate -include-version=false

@@ -80,7 +80,6 @@ func serve(args []string) error {
 	if err := wireFunctions(context.Background(), rt, c.Data, c.EgressAllowPrivate, c.Limits.functionCapacity(), log); err != nil {
 		return err
 	}
-	wireCodeMode(c.Data, log)
 	srv, metricsHandler := web.NewWithMetrics(rt, web.Config{BaseURL: c.BaseURL, Log: log,
 		CookieHashKey: keys.Derive("cookie hash", 32), CookieBlockKey: keys.Derive("cookie block", 32),
 		AllowedHosts: c.allowedHosts(), MetricsToken: c.MetricsToken, MetricsElsewhere: c.MetricsAddr != "",

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -20,9 +19,16 @@ import (
 	"github.com/subako/subako/runtime/codemode/internal/wire"
 )
 
-// Each program runs in a fresh instance of the guest module
-// (runtime/codemode/guest, goja built for GOOS=wasip1) on wazero. The module
-// is compiled once per process and shared; instances are per Run.
+// The WebAssembly runner: each program in a fresh instance of the guest
+// module (runtime/codemode/guest, goja built for GOOS=wasip1) on wazero. The
+// module is compiled once per process and shared; instances are per program.
+//
+// Run does not use it yet: on this project's loaded test machine goja in the
+// guest runs JavaScript 10-80 times slower than in-process (Go's wasm code
+// and the deadline checks WithCloseOnContextDone compiles in), an empty
+// program costs 100-400 ms, and an allocation bomb reaches its memory cap
+// after 10-30 s, past the default 10 s deadline (docs/code-mode.md,
+// "Isolation"). Its tests (wasm_test.go) keep it working.
 //
 // Bounds: the instance's linear memory is capped at the program's
 // MemoryBytes plus guestBaseBytes (the Go runtime and goja of the guest,
@@ -32,8 +38,8 @@ import (
 const (
 	// guestBaseBytes is what the guest needs before the program allocates
 	// anything: Go's runtime and heap arenas, goja, the parsed program.
-	// Measured at 7-9 MiB of linear memory for an empty program
-	// (TestGuestBaseMemory); the rest is headroom for the collector.
+	// Measured: 12 MiB of linear memory for an empty program
+	// (TestWasmAllocationBombLeavesServerMemoryBounded logs it).
 	guestBaseBytes = 24 << 20
 	// MaxMemoryBytes is the most a program may be given.
 	MaxMemoryBytes = 1 << 30
@@ -51,8 +57,9 @@ var guest struct {
 	eng      *engine
 }
 
-// SetGuest gives code mode its guest module: the binary embeds the one
-// `make packages` builds. It takes effect for the first program run after.
+// SetGuest gives the runner its guest module (built with
+// GOOS=wasip1 GOARCH=wasm go build ./runtime/codemode/guest). It takes
+// effect for the first program run after.
 func SetGuest(wasm []byte) {
 	guest.mu.Lock()
 	defer guest.mu.Unlock()
@@ -84,8 +91,8 @@ func Warm(ctx context.Context) error {
 	return err
 }
 
-// ErrNoGuest is returned by Run when no guest module was given.
-var ErrNoGuest = errors.New("codemode: code mode's WebAssembly guest is not built into this binary: build it with `make build` (its `make packages` step builds runtime/codemode/guest)")
+// ErrNoGuest is returned by the runner when no guest module was given.
+var ErrNoGuest = errors.New("codemode: the WebAssembly runner has no guest module: give it with SetGuest or SetGuestLoader (tests: codemodetest.Install)")
 
 type engine struct {
 	rt       wazero.Runtime
@@ -150,6 +157,9 @@ func loadEngine(ctx context.Context) (*engine, error) {
 	return guest.eng, nil
 }
 
+// observeMemory, when set (tests), sees each instance's largest linear memory.
+var observeMemory func(bytes uint64)
+
 // runKey carries a run's state in the context wazero hands the imports.
 type runKey struct{}
 
@@ -191,13 +201,20 @@ func runWasm(ctx context.Context, js string, names []string, call Call, lim Limi
 		WithStderr(stderr).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithRandSource(rand.Reader).
-		// The collector works to stay within the instance's memory.
-		WithEnv("GOMEMLIMIT", strconv.FormatUint(limit, 10)).WithEnv("GOGC", "off")
+		WithRandSource(rand.Reader)
+	// The guest's collector runs at Go's default pace (GOGC=100): its heap
+	// may grow to twice what it holds live before a collection, so live data
+	// past about half the cap is stopped. Measured: a GOMEMLIMIT at or below
+	// the cap sends the collector into a spiral that runs into the deadline
+	// rather than the cap, and GOGC=off stops a program that only churns
+	// garbage (docs/code-mode.md, "Isolation").
 	ictx := experimental.WithMemoryAllocator(context.WithValue(ctx, runKey{}, r), mem)
 	mod, err := eng.rt.InstantiateModule(ictx, eng.compiled, cfg)
 	if mod != nil {
 		_ = mod.Close(context.WithoutCancel(ctx))
+	}
+	if observeMemory != nil {
+		observeMemory(mem.peak)
 	}
 	res := Result{Value: nil, Log: r.log.lines, Calls: r.calls}
 	var exit *sys.ExitError

@@ -19,7 +19,8 @@ type limitedMemory struct {
 	limit   uint64
 	mapping []byte
 	buf     []byte
-	refused bool // a grow past the limit was refused
+	refused bool   // a grow past the limit was refused
+	peak    uint64 // the largest size the instance grew to
 }
 
 // Allocate implements experimental.MemoryAllocator (one instance, one memory).
@@ -42,6 +43,7 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 		return nil
 	}
 	m.buf = m.mapping[:size]
+	m.peak = max(m.peak, size)
 	return m.buf
 }
 

@@ -5,7 +5,7 @@
 // first start programs at once.
 //
 // It is for tests only: it runs the go command and must never be imported
-// by production code (the binary embeds the guest `make packages` builds).
+// by production code.
 package codemodetest
 
 import (
