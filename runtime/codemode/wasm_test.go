@@ -199,3 +199,32 @@ try { await $.Agent.create({}) } catch (e: any) { return [e.code, e.missing_perm
 		}
 	}
 }
+
+// BenchmarkRunners: an empty program and a program of 100 $ calls, in
+// process (Run) and in a WebAssembly instance (RunWasm), in the same loop.
+func BenchmarkRunners(b *testing.B) {
+	ctx := context.Background()
+	hundred := "for (let i = 0; i < 100; i++) await $.Approval.list({}); return 1"
+	if _, err := codemode.RunWasm(ctx, "return 1", names, approvals, codemode.Limits{}); err != nil {
+		b.Fatal(err)
+	}
+	var inEmpty, inCalls, wEmpty, wCalls time.Duration
+	timed := func(d *time.Duration, run func(context.Context, string, []string, codemode.Call, codemode.Limits) (codemode.Result, error), src string) {
+		t := time.Now()
+		if _, err := run(ctx, src, names, approvals, codemode.Limits{}); err != nil {
+			b.Fatal(err)
+		}
+		*d += time.Since(t)
+	}
+	for b.Loop() {
+		timed(&inEmpty, codemode.Run, "return 1")
+		timed(&inCalls, codemode.Run, hundred)
+		timed(&wEmpty, codemode.RunWasm, "return 1")
+		timed(&wCalls, codemode.RunWasm, hundred)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(inEmpty)/n, "ns/empty-inprocess")
+	b.ReportMetric(float64(wEmpty)/n, "ns/empty-wasm")
+	b.ReportMetric(float64(inCalls-inEmpty)/n/100, "ns/call-inprocess")
+	b.ReportMetric(float64(wCalls-wEmpty)/n/100, "ns/call-wasm")
+}
