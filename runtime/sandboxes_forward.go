@@ -187,6 +187,19 @@ func (r *Runtime) forwardExec(ctx context.Context, peer SandboxPeer, url string,
 // only here, never forwarded again.
 func (r *Runtime) ForwardedExec(ctx context.Context, verb string, e SandboxExec) (json.RawMessage, error) {
 	r.opts.Log.Debug("forwarded sandbox exec", "verb", verb, "session", e.SessionID, "grant", e.Grant.Name)
+	if r.multiReplica() {
+		// The sender read the record before another replica took the
+		// sandbox over: a machine still here is stale, so the exec goes
+		// back to be sent to the new owner.
+		var m models.Sandbox
+		err := r.db.WithContext(ctx).Where("session_id = ? AND grant_name = ?", e.SessionID, e.Grant.Name).Limit(1).Find(&m).Error
+		if err != nil {
+			return nil, fmt.Errorf("runtime: find the sandbox of %s: %w", e.Grant.Name, err)
+		}
+		if m.State == string(sandbox.StateRunning) && m.ReplicaID != "" && m.ReplicaID != r.Replica().ID {
+			return nil, errMoved(m.ID)
+		}
+	}
 	out, err := r.runSandboxHere(ctx, e)
 	var owned *sandbox.OwnedError
 	if errors.As(err, &owned) {
