@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -64,8 +65,8 @@ func (m *CodeMode) search(ctx context.Context, c caller, args json.RawMessage) (
 	if err := json.Unmarshal(args, &in); err != nil || strings.TrimSpace(in.Query) == "" {
 		return toolError("input.query: words to look for are required"), nil
 	}
-	if len(in.Query) > maxSearchQuery {
-		return toolError(fmt.Sprintf("input.query is %d characters; the limit is %d", len(in.Query), maxSearchQuery)), nil
+	if n := utf8.RuneCountInString(in.Query); n > maxSearchQuery {
+		return toolError(fmt.Sprintf("input.query is %d characters; the limit is %d", n, maxSearchQuery)), nil
 	}
 	limit := in.Limit
 	if limit <= 0 {

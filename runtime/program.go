@@ -32,6 +32,10 @@ func (r *Runtime) ProgramRun(ctx context.Context, p Principal, in ProgramInput, 
 		if len(in.Program) > MaxProgramBytes {
 			return invalid("program", "program_too_large", fmt.Sprintf("program is %d bytes; the limit is %d bytes (64 KiB)", len(in.Program), MaxProgramBytes))
 		}
+		if err := CheckModel("model", in.Model); err != nil {
+			// As the API refuses X-Subako-Model: its calls would record it.
+			return err
+		}
 		if secretCall.MatchString(in.Program) {
 			// Refused before its text is kept: the secret it would pass
 			// would be kept (and shown on the Audit page) with it.

@@ -69,3 +69,54 @@ catch (e: any) { return e.code }`)
 		}
 	}
 }
+
+// A program's model (MCP _meta "subako/model") is bounded as the API's
+// X-Subako-Model is: over 200 bytes or not text, the program is refused
+// naming model and the limit, and none of its calls runs.
+func TestCodeModeProgramModelIsBounded(t *testing.T) {
+	w := newWorld(t, codeConfig)
+	people := w.peopleMCP(w.owner)
+	agent := w.mcpSession(w.session(w.vault))
+	for _, c := range []struct {
+		cs      *mcp.ClientSession
+		model   string
+		program string
+	}{
+		{people, strings.Repeat("m", 300), `return (await $.Agent.list({})).length`},
+		{people, "evil\nmodel", `return (await $.Agent.list({})).length`},
+		{agent, strings.Repeat("m", 300), `return await $.mcp.everything.echo({ message: "x" })`},
+	} {
+		r, err := c.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "do", Meta: mcp.Meta{"subako/model": c.model},
+			Arguments: map[string]any{"program": c.program}})
+		if err != nil {
+			t.Fatalf("do: %v", err)
+		}
+		if text := resultText(r); !r.IsError || !strings.Contains(text, "model") || !(strings.Contains(text, "200 bytes") || strings.Contains(text, "control characters")) {
+			t.Errorf("a program with the model %.20q… answered %s", c.model, text)
+		}
+	}
+	var ran int64
+	w.rt.DB().Raw("SELECT count(*) FROM actions WHERE verb IN ('Agent.list', 'ToolCall.create') AND parent_id <> ''").Scan(&ran)
+	if ran != 0 {
+		t.Errorf("%d calls ran inside refused programs", ran)
+	}
+}
+
+// search's query limit counts characters, as its error and schema say: 150
+// accented letters are in bounds, 201 are not.
+func TestCodeModeSearchQueryLimitCountsCharacters(t *testing.T) {
+	e := newEnv(t)
+	cs := e.peopleMCP(e.owner().token())
+	for _, c := range []struct {
+		query string
+		err   bool
+	}{{strings.Repeat("é", 150), false}, {strings.Repeat("é", 201), true}} {
+		r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"query": c.query}})
+		if err != nil {
+			t.Fatalf("search: %v", err)
+		}
+		if r.IsError != c.err || (c.err && !strings.Contains(resultText(r), "201 characters; the limit is 200")) {
+			t.Errorf("search of %d characters: %s", len([]rune(c.query)), resultText(r))
+		}
+	}
+}
