@@ -20,7 +20,7 @@ func declared() []Verb {
 			Output: list(agentOut)},
 		{Name: "Agent.create", Method: post, Path: "/agents", Doc: "Creates an agent with a name and a description.",
 			Input: agentIn(true), Output: agentOut},
-		{Name: "Agent.get", Method: get, Path: "/agents/:agent", Read: true, Doc: "Reads one agent by id or name, with its versions' summary.",
+		{Name: "Agent.get", Method: get, Path: "/agents/:agent", Read: true, Doc: "Reads one agent by id.",
 			Output: agentOut},
 		{Name: "Agent.update", Method: patch, Path: "/agents/:agent", Doc: "Renames an agent or changes its description.",
 			Input: agentIn(false), Output: agentOut},
@@ -252,6 +252,9 @@ func paramDoc(p string) string {
 		return "the function package's name"
 	case "version":
 		return "the version's id"
+	case "agent":
+		// Agents are looked up by id alone (runtime.loadAgent): a name answers 404.
+		return "the agent's id (ag_…)"
 	case "port":
 		return "the port inside the sandbox, 1 to 65535"
 	}
