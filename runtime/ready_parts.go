@@ -16,10 +16,16 @@ import (
 type ReadyCheck struct {
 	Name  string
 	Check func(ctx context.Context) error
+	// Degrades: a failing Check makes the part "degraded", reported but
+	// not deciding readiness. For a part every replica shares (the archive
+	// store): its outage would take the whole fleet out of the load
+	// balancer while most verbs still work.
+	Degrades bool
 }
 
-// ReadyPart is one part's state: "ok", "failing", or "off" (not
-// configured on this replica; not a failure).
+// ReadyPart is one part's state: "ok", "failing", "degraded" (failing,
+// but the replica stays ready: a shared part, see ReadyCheck.Degrades), or
+// "off" (not configured on this replica; not a failure).
 type ReadyPart struct {
 	Name  string `json:"name"`
 	State string `json:"state"`
@@ -85,8 +91,11 @@ func (r *Runtime) ReadyParts(ctx context.Context) ReadyReport {
 	}
 	for _, p := range r.extraParts(ctx) {
 		detail := ""
-		if p.State == "failing" {
+		switch p.State {
+		case "failing":
 			detail = p.Name + " check failed (see the log)"
+		case "degraded":
+			detail = p.Name + " check failed (see the log); verbs that need it answer 503, the others still work"
 		}
 		add(p.Name, p.State, detail)
 	}
@@ -119,7 +128,11 @@ func (r *Runtime) extraParts(ctx context.Context) []ReadyPart {
 					err = cctx.Err()
 				}
 				state := "ok"
-				if err != nil {
+				switch {
+				case err != nil && c.Degrades:
+					state = "degraded"
+					r.opts.Log.Warn("runtime: degraded", "part", c.Name, "err", err)
+				case err != nil:
 					state = "failing"
 					r.opts.Log.Warn("runtime: not ready", "part", c.Name, "err", err)
 				}

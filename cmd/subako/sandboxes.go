@@ -45,8 +45,10 @@ func startSandboxes(ctx context.Context, c *Config, rt *runtime.Runtime, log *sl
 		archives, err = openArchives(ctx, &c.ArchiveStore, data, log)
 	}
 	if s, ok := archives.(*objstore.S3); ok {
-		// /readyz lists it; its error goes to the log (it names the endpoint).
-		rt.AddReadyCheck(runtime.ReadyCheck{Name: "archive_store", Check: s.Ping})
+		// /readyz lists it, degraded when down (every replica shares it: it
+		// must not take them all out of the load balancer); its error goes
+		// to the log (it names the endpoint).
+		rt.AddReadyCheck(runtime.ReadyCheck{Name: "archive_store", Check: s.Ping, Degrades: true})
 	}
 	if err == nil {
 		err = rt.StartSandboxes(ctx, runtime.SandboxOptions{Driver: driver, Archives: archives,
