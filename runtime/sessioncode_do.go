@@ -19,16 +19,13 @@ type SessionProgramInput struct {
 	Model   string
 }
 
-// Bounds of a session's program. A program runs for codemode's default
-// deadline; one that may call an ask-first tool gets codemode's longest,
-// so that a person's approval can come while it waits. A call waits no
-// longer than the program's time left: past it, it is cancelled.
-//
-// Left for later: the deadline pausing while a call waits (up to
-// maxWait), which needs codemode to pause its clock inside a $ call.
+// Bounds of a session's program: codemode's default deadline for its own
+// time; a program that may call a tool that waits for a person (ask first,
+// an argument rule that asks, ask_user, a client's tool) gets its clock
+// stopped while its calls wait, up to maxWait in all, so an approval can
+// come while it waits. Past that a waiting call is cancelled.
 const (
 	sessionProgramDeadline = codemode.DefaultDeadline
-	sessionAskDeadline     = codemode.MaxDeadline
 	sessionCallWait        = maxWait
 )
 
@@ -75,11 +72,11 @@ func (r *Runtime) SessionProgram(ctx context.Context, p Principal, in SessionPro
 				}
 				return r.programCall(ctx, p, s.ID, t, input, Caller{Client: in.Client, Model: in.Model, ParentAction: id}, in)
 			}
-			deadline := sessionProgramDeadline
+			lim := codemode.Limits{Deadline: sessionProgramDeadline}
 			if slices.ContainsFunc(ts, func(t CodeTool) bool { return t.mayWait }) {
-				deadline = sessionAskDeadline
+				lim.CallWait = sessionCallWait
 			}
-			res, err = codemode.Run(ctx, in.Program, names, call, codemode.Limits{Deadline: deadline})
+			res, err = codemode.Run(ctx, in.Program, names, call, lim)
 			return err
 		})
 	return res, actionID, err
@@ -121,7 +118,7 @@ func (r *Runtime) programCall(ctx context.Context, p Principal, session string, 
 		}
 		if call.Open() || call.Status == CallRefused {
 			return nil, &codemode.CallError{Code: "call_unfinished", Message: fmt.Sprintf(
-				"%s (call %s) did not finish within the program's time, so it was cancelled (an ask-first call waits at most as long as its program may run: %s)", t.Expr(), call.ID, sessionAskDeadline)}
+				"%s (call %s) did not finish within the program's time, so it was cancelled (a program's calls may wait %s in all)", t.Expr(), call.ID, sessionCallWait)}
 		}
 	}
 	switch call.Status {

@@ -24,6 +24,11 @@ type Limits struct {
 	MaxProgramBytes int           // default 64 KiB
 	MaxLogBytes     int           // default 64 KiB
 	MaxResultBytes  int           // default 1 MiB
+	// CallWait is how long the program's $ calls may wait in all (an
+	// ask-first call waiting for a person) without it counting against
+	// Deadline: the program's clock stops inside a call. Default 0 (a call's
+	// time counts), at most 10 minutes.
+	CallWait time.Duration
 }
 
 // Defaults and ceilings of Limits.
@@ -35,6 +40,7 @@ const (
 	DefaultMaxProgramBytes = 64 << 10
 	DefaultMaxLogBytes     = 64 << 10
 	DefaultMaxResultBytes  = 1 << 20
+	MaxCallWait            = 10 * time.Minute
 )
 
 // Call performs one $ call; name is the dotted path ("Session.end",

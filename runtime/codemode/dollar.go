@@ -60,13 +60,17 @@ func (r *run) method(name string) func(goja.FunctionCall) goja.Value {
 		var out json.RawMessage
 		var err error
 		if cerr == nil {
+			r.clock.enter()
 			out, err = r.call(r.ctx, name, input)
+			r.clock.leave()
 		}
 		if cerr != nil {
 			err = cerr
 		}
 		if r.ctx.Err() != nil {
-			// The deadline passed while the call ran; the watcher interrupts.
+			// The run's time ended while the call ran: stop here, before
+			// the program awaits a promise nothing will settle.
+			r.vm.Interrupt(r.stopped(r.ctx))
 			return r.vm.ToValue(p)
 		}
 		if err != nil {

@@ -32,10 +32,12 @@ func Run(ctx context.Context, source string, names []string, call Call, lim Limi
 	if err != nil {
 		return Result{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, lim.Deadline)
+	// The whole run is bounded by its deadline plus the calls' wait; the
+	// watcher holds the program's own time (outside $ calls) to Deadline.
+	ctx, cancel := context.WithTimeout(ctx, lim.Deadline+lim.CallWait)
 	defer cancel()
 
-	r := &run{vm: goja.New(), lim: lim, call: call, ctx: ctx}
+	r := &run{vm: goja.New(), lim: lim, call: call, ctx: ctx, clock: newClock()}
 	r.vm.SetMaxCallStackSize(maxStack)
 	if err := r.install(names); err != nil {
 		return Result{}, fmt.Errorf("codemode: %w", err)
@@ -63,6 +65,7 @@ func (l Limits) withDefaults() Limits {
 		l.Deadline = DefaultDeadline
 	}
 	l.Deadline = min(l.Deadline, MaxDeadline)
+	l.CallWait = min(max(l.CallWait, 0), MaxCallWait)
 	if l.MemoryBytes <= 0 {
 		l.MemoryBytes = DefaultMemoryBytes
 	}
@@ -116,6 +119,7 @@ type run struct {
 	lim   Limits
 	call  Call
 	ctx   context.Context
+	clock *clock
 	calls int
 	log   logBuf
 }

@@ -143,3 +143,41 @@ func TestLogIsBounded(t *testing.T) {
 		t.Fatalf("%d lines, last %q", len(res.Log), last)
 	}
 }
+
+// A call waiting for a person (an ask-first tool) stops the program's clock:
+// with CallWait, a program whose call waits past its deadline still finishes,
+// while its own time is still held to the deadline, and the calls' wait is
+// bounded too.
+func TestCallWaitStopsTheProgramsClock(t *testing.T) {
+	slow := func(wait time.Duration) codemode.Call {
+		return func(ctx context.Context, name string, input json.RawMessage) (json.RawMessage, error) {
+			select {
+			case <-time.After(wait):
+				return json.RawMessage(`"approved"`), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	lim := codemode.Limits{Deadline: 300 * time.Millisecond, CallWait: 5 * time.Second}
+
+	res, err := codemode.Run(context.Background(), `return await $.sandbox.workbench.exec({})`, names, slow(time.Second), lim)
+	if err != nil || string(res.Value) != `"approved"` {
+		t.Fatalf("a call waiting 1 s in a 300 ms program with 5 s of call wait: %s, %v", res.Value, err)
+	}
+
+	res, err = codemode.Run(context.Background(), `await $.sandbox.workbench.exec({}); while (true) {}`, names, slow(500*time.Millisecond), lim)
+	if e := runErr(t, res, err, codemode.CodeDeadline); !strings.Contains(e.Message, "300ms") {
+		t.Fatalf("the program's own time is still bounded: %s", e.Message)
+	}
+
+	short := codemode.Limits{Deadline: 300 * time.Millisecond, CallWait: 500 * time.Millisecond}
+	res, err = codemode.Run(context.Background(), `return await $.sandbox.workbench.exec({})`, names, slow(time.Minute), short)
+	if e := runErr(t, res, err, codemode.CodeDeadline); !strings.Contains(e.Message, "calls' wait of 500ms") {
+		t.Fatalf("the calls' wait is bounded: %s", e.Message)
+	}
+
+	// Without CallWait a call's time counts, as before.
+	res, err = codemode.Run(context.Background(), `return await $.sandbox.workbench.exec({})`, names, slow(time.Second), codemode.Limits{Deadline: 300 * time.Millisecond})
+	runErr(t, res, err, codemode.CodeDeadline)
+}

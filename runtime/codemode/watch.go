@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/metrics"
+	"sync"
 	"time"
 )
 
@@ -47,13 +48,13 @@ func (r *run) watch(ctx context.Context) (stop func()) {
 			case <-done:
 				return
 			case <-ctx.Done():
-				if ctx.Err() == context.DeadlineExceeded {
-					r.vm.Interrupt(&Error{CodeDeadline, fmt.Sprintf("the program ran past its deadline of %s", r.lim.Deadline)})
-				} else {
-					r.vm.Interrupt(&Error{CodeDeadline, "the program was stopped: its caller went away"})
-				}
+				r.vm.Interrupt(r.stopped(ctx))
 				return
 			case <-t.C:
+				if own := r.clock.own(); own > r.lim.Deadline {
+					r.vm.Interrupt(&Error{CodeDeadline, fmt.Sprintf("the program ran past its deadline of %s", r.lim.Deadline)})
+					return
+				}
 				if heapBytes()-base <= r.lim.MemoryBytes || time.Since(lastConfirm) < confirmGap {
 					continue
 				}
@@ -67,4 +68,49 @@ func (r *run) watch(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// stopped is why a run whose context ended stops.
+func (r *run) stopped(ctx context.Context) *Error {
+	switch {
+	case ctx.Err() == context.DeadlineExceeded && r.lim.CallWait > 0:
+		return &Error{CodeDeadline, fmt.Sprintf("the program ran past its deadline of %s and its calls' wait of %s", r.lim.Deadline, r.lim.CallWait)}
+	case ctx.Err() == context.DeadlineExceeded:
+		return &Error{CodeDeadline, fmt.Sprintf("the program ran past its deadline of %s", r.lim.Deadline)}
+	default:
+		return &Error{CodeDeadline, "the program was stopped: its caller went away"}
+	}
+}
+
+// clock measures a program's own time: since it started, less the time its
+// $ calls took (Limits.CallWait). Calls run on the program's goroutine, one
+// at a time; the watcher reads from its own.
+type clock struct {
+	start time.Time
+	mu    sync.Mutex
+	inAt  time.Time     // when the call in progress began; zero outside calls
+	spent time.Duration // finished calls' time
+}
+
+func newClock() *clock { return &clock{start: time.Now()} }
+
+func (c *clock) enter() { c.mu.Lock(); c.inAt = time.Now(); c.mu.Unlock() }
+
+func (c *clock) leave() {
+	c.mu.Lock()
+	c.spent += time.Since(c.inAt)
+	c.inAt = time.Time{}
+	c.mu.Unlock()
+}
+
+// own is the program's time outside calls so far.
+func (c *clock) own() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	spent := c.spent
+	if !c.inAt.IsZero() {
+		spent += now.Sub(c.inAt)
+	}
+	return now.Sub(c.start) - spent
 }
