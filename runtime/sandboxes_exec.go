@@ -123,6 +123,11 @@ func execError(err error) error {
 		}
 		return &Error{Kind: KindInvalid, Code: "invalid_input", Title: "Invalid input", Field: fields[0].Field, Detail: detail, Fields: fields}
 	}
+	var kept *sandbox.KeptError
+	if errors.As(err, &kept) {
+		return &Error{Kind: KindUnavailable, Code: "workspace_on_down_replica", Title: "Sandbox's newest workspace is on a replica that is down",
+			RetryAfter: storeRetry, Detail: kept.Error()}
+	}
 	var full *sandbox.CapacityError
 	if errors.As(err, &full) {
 		return overCapacity(full.Error(), full.RetryAfter)

@@ -110,7 +110,10 @@ func errMoved(id string) *Error {
 // when this replica acts on it (it runs it, nobody does, or its owner is
 // dead: then starting it here takes it over).
 func (r *Runtime) sandboxElsewhere(ctx context.Context, m models.Sandbox) (string, SandboxPeer, error) {
-	if !r.multiReplica() || m.State != string(sandbox.StateRunning) || m.ReplicaID == "" || m.ReplicaID == r.Replica().ID {
+	// A suspended sandbox whose newest /workspace is a folder kept on its
+	// replica (the store was down) goes there too (sandbox.KeptOn).
+	kept := sandbox.KeptOn(recordOf(m)) != ""
+	if !r.multiReplica() || m.State != string(sandbox.StateRunning) && !kept || m.ReplicaID == "" || m.ReplicaID == r.Replica().ID {
 		return "", nil, nil
 	}
 	url, alive, err := r.ReplicaAlive(ctx, m.ReplicaID)

@@ -51,6 +51,17 @@ func (o sandboxOwnership) Claim(ctx context.Context, id string) (sandbox.Record,
 			return sandbox.Record{}, err
 		}
 		now := r.now()
+		if kept := sandbox.KeptOn(recordOf(m)); kept != "" && kept != me {
+			// Its newest /workspace is a folder kept on replica kept: the
+			// request goes there, or is refused while it is down; never a
+			// restore of the older archive here, nor a write of this record.
+			if _, alive, err := r.ReplicaAlive(ctx, kept); err != nil {
+				return sandbox.Record{}, fmt.Errorf("runtime: is replica %s alive: %w", kept, err)
+			} else if alive {
+				return sandbox.Record{}, r.ownedBy(ctx, m)
+			}
+			return sandbox.Record{}, &sandbox.KeptError{ID: m.ID, Replica: kept, SuspendedAt: timeOf(m.SuspendedAt), ArchiveAt: timeOf(m.ArchiveAt)}
+		}
 		held := m.ReplicaID != "" && m.ReplicaID != me
 		if held && m.LeaseExpiresAt != nil && now.Before(*m.LeaseExpiresAt) {
 			return sandbox.Record{}, r.ownedBy(ctx, m)
@@ -129,6 +140,10 @@ func (o sandboxOwnership) Recoverable(ctx context.Context, rec sandbox.Record, h
 	_, alive, err := r.ReplicaAlive(ctx, rec.Owner)
 	return err == nil && !alive && hasFolder
 }
+
+// Replica names this replica to the Manager: a suspension that keeps its
+// folder for a store that is down records it (sandbox.KeptOn).
+func (o sandboxOwnership) Replica() string { return o.r.Replica().ID }
 
 // Holds: this replica still runs sandbox id only while its record says
 // running here; a record another replica took over (or recorded suspended

@@ -79,6 +79,9 @@ func (s sandboxStore) ListByState(ctx context.Context, state sandbox.State) ([]s
 func (s sandboxStore) Put(ctx context.Context, rec sandbox.Record) error {
 	m := modelOf(rec)
 	m.ReplicaID, m.LeaseExpiresAt = s.ownerOf(rec.State)
+	if kept := sandbox.KeptOn(rec); kept != "" && s.owner != nil {
+		m.ReplicaID = kept // where its newest /workspace is, until archived
+	}
 	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, UpdateAll: true}).Create(&m).Error
 	if err != nil {
 		return fmt.Errorf("runtime: store sandbox %s: %w", rec.ID, err)

@@ -142,6 +142,9 @@ func (m *Manager) suspendLocked(ctx context.Context, b *box, billUntil time.Time
 	now := m.now()
 	rec := b.rec
 	archived := m.archiveInto(ctx, &rec, now)
+	if !archived && storeWasDown(rec.ArchiveError) {
+		rec.Owner = m.self() // the record says where the newest /workspace is (KeptOn)
+	}
 	failpoint("suspend.archived")
 	ran := max(billUntil.Sub(rec.StartedAt).Seconds(), 0)
 	rec.MachineSeconds += ran

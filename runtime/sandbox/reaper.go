@@ -96,8 +96,10 @@ func (m *Manager) retire(ctx context.Context, stored Record) error {
 	rec := b.rec
 	_, statErr := os.Stat(m.workspaceDir(rec.ID))
 	folder := !errors.Is(statErr, fs.ErrNotExist)
-	if folder && storeWasDown(rec.ArchiveError) {
-		return nil // archived as soon as the store answers (retryArchives), retired after
+	if storeWasDown(rec.ArchiveError) && (folder || rec.Owner != m.self()) {
+		// Archived as soon as the store answers (retryArchives), retired
+		// after: by the replica keeping the folder, or by any once archived.
+		return nil
 	}
 	if rec.ArchiveError != "" && folder {
 		// The folder is newer than the archive: it goes only once an archive

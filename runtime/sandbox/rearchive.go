@@ -24,6 +24,45 @@ func storeWasDown(archiveError string) bool {
 	return strings.Contains(archiveError, "the archive store ") && strings.Contains(archiveError, " is unavailable (")
 }
 
+// KeptOn is the replica holding rec's newest /workspace when that is a
+// folder a suspension kept because the store was down (Record.Owner, which
+// the Store keeps for such a record), else "": no other replica may
+// restore an older archive over it, retire it, or take it over.
+func KeptOn(rec Record) string {
+	if rec.State != StateSuspended || !storeWasDown(rec.ArchiveError) {
+		return ""
+	}
+	return rec.Owner
+}
+
+// KeptError refuses a start on a replica that does not hold the newest
+// /workspace while the replica that does is down.
+type KeptError struct {
+	ID, Replica string
+	// SuspendedAt is when the kept folder stopped changing; ArchiveAt is
+	// the older archive's time (zero: none).
+	SuspendedAt, ArchiveAt time.Time
+}
+
+func (e *KeptError) Error() string {
+	older := "there is no older archive"
+	if !e.ArchiveAt.IsZero() {
+		older = "the archive in the store is older (" + e.ArchiveAt.UTC().Format(time.RFC3339) + ")"
+	}
+	return fmt.Sprintf("the newest /workspace of sandbox %s (suspended at %s) is a folder kept on replica %s, which is down, "+
+		"because the archive store was down when it was suspended; %s, so it is not restored here, which would lose the work since: "+
+		"start replica %s again with its data folder (it archives the folder once the store answers), then try again",
+		e.ID, e.SuspendedAt.UTC().Format(time.RFC3339), e.Replica, older, e.Replica)
+}
+
+// self is this replica's id when the Ownership says it ("" on one process).
+func (m *Manager) self() string {
+	if o, ok := m.cfg.Owner.(interface{ Replica() string }); ok {
+		return o.Replica()
+	}
+	return ""
+}
+
 // retryArchives archives again, at most every StoreRetryEvery, each
 // suspended sandbox whose folder this replica kept because the store was
 // down. Once the archive is stored and recorded the folder goes, as after
