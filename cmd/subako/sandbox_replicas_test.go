@@ -265,7 +265,9 @@ func TestSandboxesAcrossTwoReplicas(t *testing.T) {
 // waitReady waits until r answers /readyz.
 func waitReady(t *testing.T, r *sandboxReplica) {
 	t.Helper()
-	waitFor(t, "replica "+r.name+" ready", 60*time.Second, func() bool {
+	// A fresh data folder compiles the shipped function packages first
+	// (20 s or more each on a loaded machine).
+	waitFor(t, "replica "+r.name+" ready", 4*time.Minute, func() bool {
 		resp, err := http.Get(r.base + "/readyz")
 		if err != nil {
 			return false
