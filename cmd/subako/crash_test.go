@@ -183,7 +183,9 @@ func startServer(t *testing.T, bin, base string, logs *lockedBuffer, args ...str
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	// A fresh data folder compiles the shipped function packages before it
+	// is ready: a minute or more on a loaded machine.
+	deadline := time.Now().Add(4 * time.Minute)
 	for {
 		resp, err := http.Get(base + "/readyz")
 		if err == nil {
@@ -194,7 +196,7 @@ func startServer(t *testing.T, bin, base string, logs *lockedBuffer, args ...str
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
-			t.Fatalf("the server was not ready within 60 s:\n%s", logs.String())
+			t.Fatalf("the server was not ready within 4 minutes:\n%s", logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
