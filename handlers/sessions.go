@@ -280,7 +280,7 @@ func callRow(v runtime.ToolCallView) pages.SessionCall {
 	return pages.SessionCall{ID: v.ID, Tool: v.Tool, Status: v.Status, Verdict: v.Verdict, By: v.By, Model: v.Model, Client: v.ClientInfo,
 		Duration: callDuration(v), Reason: v.Reason, Error: v.Error, Input: prettyJSON(v.Input), Output: prettyJSON(v.Output),
 		InputTruncated: v.InputTruncated, OutputTruncated: v.OutputTruncated, Created: isoTime(v.CreatedAt), Files: volumeSummary(v.Volume),
-		Rule: v.PolicyRule}
+		Rule: v.PolicyRule, Program: v.Program}
 }
 
 func callDuration(v runtime.ToolCallView) string {

@@ -90,6 +90,9 @@ type ToolCallView struct {
 	// Volume lists what a function call read, wrote and deleted in the
 	// session's volume (volumes_fn.go); ToolCall.get fills it.
 	Volume []fn.VolumeAccess `json:"volume,omitempty"`
+	// Program is the Action of the session code-mode program (Program.run)
+	// the call ran inside; ToolCall.list fills it.
+	Program string `json:"program,omitempty"`
 }
 
 // Open reports whether the call has not reached a final status yet.
@@ -534,9 +537,35 @@ func (r *Runtime) ToolCallList(ctx context.Context, p Principal, session string)
 			out = append(out, callView(c))
 		}
 		r.fillCallVolumes(ctx, session, out)
-		return nil
+		return r.fillCallPrograms(ctx, session, out)
 	}, session)
 	return out, err
+}
+
+// fillCallPrograms names the program each call ran inside, in one query:
+// a $ call's ToolCall.create Action (targets "<session> <call>") links by
+// parent_id to its Program.run Action, whose targets is the session.
+func (r *Runtime) fillCallPrograms(ctx context.Context, session string, out []ToolCallView) error {
+	if len(out) == 0 {
+		return nil
+	}
+	var rows []struct{ ParentID, Targets string }
+	if err := r.db.WithContext(ctx).Model(&models.Action{}).Select("parent_id, targets").
+		Where("verb = ? AND parent_id IN (?)", "ToolCall.create",
+			r.db.Model(&models.Action{}).Select("id").Where("verb = ? AND targets = ?", "Program.run", session)).
+		Find(&rows).Error; err != nil {
+		return err
+	}
+	byCall := map[string]string{}
+	for _, a := range rows {
+		if f := strings.Fields(a.Targets); len(f) > 0 {
+			byCall[f[len(f)-1]] = a.ParentID
+		}
+	}
+	for i := range out {
+		out[i].Program = byCall[out[i].ID]
+	}
+	return nil
 }
 
 // refuseOpenCalls ends every open call matching the condition as refused.
