@@ -105,6 +105,9 @@ func (h *Handlers) versionPage(c echo.Context, id string) (pages.VersionPage, er
 		view.Tools = append(view.Tools, pages.ToolRow{Name: t.Name, Kind: t.Kind, Grant: t.Grant, Tool: t.Tool, Policy: t.Policy,
 			Source: t.PolicySource, Description: t.Description, Schema: schemaText(t.InputSchema), Offered: t.Offered, Discovered: t.Discovered,
 			Rules: argRuleLines(t.Rules)})
+		if view.ToolsAs.Value == "code" && t.Offered {
+			view.Tools[len(view.Tools)-1].Code = runtime.CodeExpr(t.Name)
+		}
 	}
 	return view, nil
 }

@@ -113,6 +113,15 @@ func (r *Runtime) SessionIsCode(ctx context.Context, p Principal, id string) (bo
 	return versionView(v).Parsed().CodeMode(), nil
 }
 
+// CodeExpr is how a code-mode program calls the offered tool named name
+// ($.mcp.everything.echo), or "" for a name that is not a tool's full name.
+func CodeExpr(name string) string {
+	if ts := codeTools([]OfferedTool{{Name: name}}); len(ts) == 1 {
+		return ts[0].Expr()
+	}
+	return ""
+}
+
 func codeTools(offered []OfferedTool) []CodeTool {
 	out := make([]CodeTool, 0, len(offered))
 	for _, t := range offered {
