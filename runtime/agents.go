@@ -20,6 +20,8 @@ type AgentView struct {
 	Description string    `json:"description"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	// PublishedVersion is the id of the agent's newest published version.
+	PublishedVersion string `json:"published_version,omitempty"`
 }
 
 func agentView(a models.Agent) AgentView {
@@ -94,12 +96,37 @@ func (r *Runtime) AgentList(ctx context.Context, p Principal) ([]AgentView, erro
 		if err := r.db.WithContext(ctx).Order("name").Find(&recs).Error; err != nil {
 			return err
 		}
+		pub, err := r.publishedVersions(ctx)
+		if err != nil {
+			return err
+		}
 		for _, rec := range recs {
-			out = append(out, agentView(rec))
+			v := agentView(rec)
+			v.PublishedVersion = pub[rec.ID]
+			out = append(out, v)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// publishedVersions is each agent's newest published version's id (one
+// agent's, given its id), in one query.
+func (r *Runtime) publishedVersions(ctx context.Context, agent ...string) (map[string]string, error) {
+	var rows []struct{ AgentID, ID string }
+	q := r.db.WithContext(ctx).Model(&models.Version{}).Select("agent_id, id").
+		Where("state = ? AND number = (SELECT MAX(w.number) FROM versions w WHERE w.agent_id = versions.agent_id AND w.state = ?)", StatePublished, StatePublished)
+	if len(agent) > 0 {
+		q = q.Where("agent_id IN ?", agent)
+	}
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rows))
+	for _, v := range rows {
+		out[v.AgentID] = v.ID
+	}
+	return out, nil
 }
 
 func (r *Runtime) loadAgent(ctx context.Context, id string) (models.Agent, error) {
@@ -116,7 +143,12 @@ func (r *Runtime) AgentGet(ctx context.Context, p Principal, id string) (AgentVi
 	var out AgentView
 	err := r.run(ctx, p, "Agent.get", func(a *act) error {
 		rec, err := r.loadAgent(ctx, id)
+		if err != nil {
+			return err
+		}
 		out = agentView(rec)
+		pub, err := r.publishedVersions(ctx, id)
+		out.PublishedVersion = pub[id]
 		return err
 	}, id)
 	return out, err

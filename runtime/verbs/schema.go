@@ -121,7 +121,7 @@ var (
 	nullTime = func(name string) field { return prop(name, nullable(str("RFC 3339 time, null until it happens"))) }
 
 	agentOut = out("an agent", req("id", str("")), req("name", str("")), prop("description", str("")),
-		timeField("created_at"), prop("published_version", str("")))
+		timeField("created_at"), prop("published_version", str("the id of the agent's newest published version")))
 	versionOut = out("a version", req("id", str("")), req("agent", str("")), req("number", integer("")),
 		req("state", enum("", "draft", "published")), prop("config", anyObj("the agent config")), timeField("created_at"), nullTime("published_at"))
 	toolOut = out("a version's tool", req("name", str("")), prop("kind", str("")), prop("grant", str("")), prop("tool", str("")),
