@@ -68,6 +68,8 @@ type Server struct {
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
+	// bucketMade: Restart also waits until an object can be written.
+	bucketMade bool
 }
 
 // Start runs a SeaweedFS for the test, with bucket "subako-test" made, and
@@ -97,7 +99,7 @@ func Start(t testing.TB) *Server {
 	s.Endpoint = "127.0.0.1:" + strconv.Itoa(p[0])
 	s.args = []string{"server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir=" + filepath.Join(dir, "data"),
 		"-master.port=" + strconv.Itoa(p[1]), "-master.port.grpc=" + strconv.Itoa(p[2]),
-		"-volume.port=" + strconv.Itoa(p[3]), "-volume.port.grpc=" + strconv.Itoa(p[4]), "-volume.max=4",
+		"-volume.port=" + strconv.Itoa(p[3]), "-volume.port.grpc=" + strconv.Itoa(p[4]), "-volume.max=32",
 		"-master.volumeSizeLimitMB=256", "-master.telemetry=false",
 		"-filer", "-filer.port=" + strconv.Itoa(p[5]), "-filer.port.grpc=" + strconv.Itoa(p[6]),
 		"-s3", "-s3.port=" + strconv.Itoa(p[0]), "-s3.port.grpc=" + strconv.Itoa(p[7]),
@@ -133,7 +135,33 @@ func Start(t testing.TB) *Server {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	s.bucketMade = true
+	s.waitWritable(t)
 	return s
+}
+
+// waitWritable waits up to 90 s until an object can be written: weed's
+// gateway answers before its master has a volume to write to, and a write
+// then fails with InternalError ("no lock server found").
+func (s *Server) waitWritable(t testing.TB) {
+	t.Helper()
+	c := s.Client(t)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := c.PutObject(ctx, s.Bucket, ".s3test-probe", strings.NewReader("probe"), 5, minio.PutObjectOptions{})
+		if err == nil {
+			err = c.RemoveObject(ctx, s.Bucket, ".s3test-probe", minio.RemoveObjectOptions{})
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("weed on %s could not write an object in 90 s: %v (log %s)", s.Endpoint, err, s.log.Name())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 func tail(b []byte, n int) []byte {
@@ -161,8 +189,12 @@ func (s *Server) Restart(t testing.TB) {
 		t.Fatalf("start weed: %v", err)
 	}
 	s.cmd = cmd
+	made := s.bucketMade
 	s.mu.Unlock()
 	s.waitReady(t)
+	if made {
+		s.waitWritable(t)
+	}
 }
 
 // waitReady waits up to 90 s (weed starts its master, volume server, filer
