@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/subako/subako/models"
-	"github.com/subako/subako/models/modelstest"
 	"github.com/subako/subako/runtime/tools"
 )
 
@@ -16,21 +15,9 @@ import (
 // the sender forwards it to the new owner; it never runs in a stale
 // machine left on the old owner.
 func TestForwardedExecForASandboxTakenOverIsSentBack(t *testing.T) {
-	db := modelstest.Open(t)
-	if db.Dialect != models.Postgres {
-		t.Skip("replicas share PostgreSQL only")
-	}
+	db, rts := replicasOnPostgres(t, "rep-a", "rep-b")
+	a := rts[0]
 	ctx := context.Background()
-	if err := db.Exec("ALTER TABLE sandboxes DROP CONSTRAINT sandboxes_session_id_fkey").Error; err != nil {
-		t.Fatal(err)
-	}
-	a := New(db, Options{ReplicaID: "rep-a", ReplicaURL: "http://a"})
-	b := New(db, Options{ReplicaID: "rep-b", ReplicaURL: "http://b"})
-	for _, r := range []*Runtime{a, b} {
-		if err := r.registerReplica(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	now := time.Now().UTC()
 	lease := now.Add(SandboxLeaseTTL)
 	if err := db.Create(&models.Sandbox{ID: "sbx_moved", SessionID: "ses_moved", GrantName: "workbench", State: "running",

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/subako/subako/models"
-	"github.com/subako/subako/models/modelstest"
 	"github.com/subako/subako/runtime/sandbox"
 )
 
@@ -20,21 +19,9 @@ import (
 // where the newest work is; and the record keeps its archive error and
 // its replica, so no retirement drops a's folder.
 func TestAWorkspaceKeptOnOneReplicaIsNeverTakenByAnother(t *testing.T) {
-	db := modelstest.Open(t)
-	if db.Dialect != models.Postgres {
-		t.Skip("replicas share PostgreSQL only")
-	}
+	db, rts := replicasOnPostgres(t, "rep-a", "rep-b")
+	a, b := rts[0], rts[1]
 	ctx := context.Background()
-	if err := db.Exec("ALTER TABLE sandboxes DROP CONSTRAINT sandboxes_session_id_fkey").Error; err != nil {
-		t.Fatal(err)
-	}
-	a := New(db, Options{ReplicaID: "rep-a", ReplicaURL: "http://rep-a"})
-	b := New(db, Options{ReplicaID: "rep-b", ReplicaURL: "http://rep-b"})
-	for _, r := range []*Runtime{a, b} {
-		if err := r.registerReplica(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	b.SetSandboxPeer(nil)
 	now := time.Now().UTC().Truncate(time.Second)
 	archived := now.Add(-time.Hour)

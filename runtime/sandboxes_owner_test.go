@@ -17,23 +17,8 @@ import (
 // left running by a dead replica whose lease ran out (a failover, counted
 // once, its note saying what was lost); the others are told who holds it.
 func TestOneReplicaClaimsASandboxWhenSeveralRace(t *testing.T) {
-	db := modelstest.Open(t)
-	if db.Dialect != models.Postgres {
-		t.Skip("replicas share PostgreSQL only")
-	}
+	db, rts := replicasOnPostgres(t, "rep-a", "rep-b", "rep-c")
 	ctx := context.Background()
-	// The sandboxes' sessions do not matter here (a fresh test database).
-	if err := db.Exec("ALTER TABLE sandboxes DROP CONSTRAINT sandboxes_session_id_fkey").Error; err != nil {
-		t.Fatal(err)
-	}
-	var rts []*Runtime
-	for _, id := range []string{"rep-a", "rep-b", "rep-c"} {
-		r := New(db, Options{ReplicaID: id, ReplicaURL: "http://" + id})
-		if err := r.registerReplica(ctx); err != nil {
-			t.Fatal(err)
-		}
-		rts = append(rts, r)
-	}
 	now := time.Now().UTC()
 	archived := now.Add(-time.Hour)
 	for _, tc := range []struct {
@@ -100,3 +85,27 @@ func TestOneReplicaClaimsASandboxWhenSeveralRace(t *testing.T) {
 }
 
 func leaseAt(t time.Time) *time.Time { return &t }
+
+// replicasOnPostgres is one fresh PostgreSQL test database (skipped on
+// SQLite: replicas share PostgreSQL only) and a registered Runtime for each
+// replica id, its URL http://<id>. The sandboxes' sessions do not matter to
+// these tests, so their foreign key is dropped.
+func replicasOnPostgres(t *testing.T, ids ...string) (*models.DB, []*Runtime) {
+	t.Helper()
+	db := modelstest.Open(t)
+	if db.Dialect != models.Postgres {
+		t.Skip("replicas share PostgreSQL only")
+	}
+	if err := db.Exec("ALTER TABLE sandboxes DROP CONSTRAINT sandboxes_session_id_fkey").Error; err != nil {
+		t.Fatal(err)
+	}
+	var rts []*Runtime
+	for _, id := range ids {
+		r := New(db, Options{ReplicaID: id, ReplicaURL: "http://" + id})
+		if err := r.registerReplica(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rts = append(rts, r)
+	}
+	return db, rts
+}
