@@ -114,6 +114,8 @@ type hotPath struct {
 	sessions hotCache[models.Session]
 	tools    hotCache[toolsReport]
 	creds    hotCache[[]models.Credential]
+	// codeMode: whether a version offers its tools as code, by version id.
+	codeMode hotCache[bool]
 	// Skill reads: skills by name, and their small files by skill and path.
 	skills     hotCache[models.Skill]
 	skillFiles hotCache[models.SkillFile]

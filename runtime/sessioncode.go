@@ -99,18 +99,26 @@ func (r *Runtime) SessionCodeTools(ctx context.Context, p Principal, id string) 
 }
 
 // SessionIsCode reports whether a session's MCP endpoint offers code mode.
-// It reads no more than the session and its version: the endpoint asks on
-// every tools/list and tools/call.
+// The endpoint asks on every tools/list and tools/call, so it is answered
+// from the hot path's memory once warm: a warm call reads nothing more
+// (TestMCPEndpointAddsNoStatementsToACall).
 func (r *Runtime) SessionIsCode(ctx context.Context, p Principal, id string) (bool, error) {
-	s, err := r.loadSession(ctx, p, id)
+	s, err := r.hotSession(ctx, p, id)
 	if err != nil {
 		return false, err
 	}
+	now := r.now()
+	if code, ok := r.hot.codeMode.get(r.hot, s.VersionID, now); ok {
+		return code, nil
+	}
+	gen := r.hot.gen.Load()
 	v, err := r.loadVersion(ctx, s.VersionID)
 	if err != nil {
 		return false, err
 	}
-	return versionView(v).Parsed().CodeMode(), nil
+	code := versionView(v).Parsed().CodeMode()
+	r.hot.codeMode.put(r.hot, s.VersionID, gen, now, code)
+	return code, nil
 }
 
 // CodeExpr is how a code-mode program calls the offered tool named name
