@@ -41,7 +41,7 @@ type Usage struct {
 func (r *Runtime) RecordUsage(ctx context.Context, u Usage) error {
 	rec := models.UsageRecord{ID: newID("use"), Kind: u.Kind, SessionID: u.SessionID, AgentID: u.AgentID, Subject: u.Subject,
 		Quantity: u.Quantity, Unit: u.Unit, Credits: u.Credits, StartedAt: u.Start.UTC(), EndedAt: u.End.UTC()}
-	if err := r.db.WithContext(ctx).Create(&rec).Error; err != nil {
+	if err := r.insertUsage(ctx, rec); err != nil {
 		return fmt.Errorf("runtime: record usage: %w", err)
 	}
 	return nil
@@ -115,11 +115,15 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 		if err != nil {
 			return err
 		}
-		q = scopeBySession(q, r.listScope(p, "Usage.get"), "session_id")
+		scope := r.listScope(p, "Usage.get")
+		q = scopeBySession(q, scope, "session_id")
 		if out.Records, out.PageLinks, err = r.usagePage(ctx, q, c, limit); err != nil {
 			return err
 		}
-		byKind, days, credits, err := r.usageSums(ctx, q)
+		// The rollup knows days, kinds and agents: a session's few records,
+		// or those a scoped viewer sees, are summed from the records.
+		rolled := scope.All && f.Session == ""
+		byKind, days, credits, err := r.usageSums(ctx, q, rolled, f.Agent, out.From, out.To)
 		if err != nil {
 			return err
 		}

@@ -3,58 +3,220 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
+	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/subako/subako/models"
 )
 
-// usageSums adds up what q selects in the database, by kind and by UTC day,
-// so a report reads a few rows however many records the period holds.
-// Archive records hold a size over a stretch of time: they add up in
-// GB-hours, as totalOf says.
-func (r *Runtime) usageSums(ctx context.Context, q *gorm.DB) (map[string]*UsageTotal, []UsageDay, float64, error) {
-	// Whole seconds are plenty for archive stretches of minutes to hours,
-	// and exact on both databases.
-	secs, day := "(strftime('%s', ended_at) - strftime('%s', started_at))", "date(started_at)"
+// usageSlots is how many rows of usage_days one day, kind and agent spread
+// over, so that records written at once by many sessions do not all wait on
+// one row's lock.
+const usageSlots = 4
+
+// usageLongAfter is how long a record must last to be listed in usage_long:
+// below a day, so that every record that began more than a day before a
+// period's start and still overlaps it is there.
+const usageLongAfter = 23 * time.Hour
+
+// usageSlot is the usage_days slot of a session's records.
+func usageSlot(sessionID string) int {
+	h := fnv.New32a()
+	h.Write([]byte(sessionID))
+	return int(h.Sum32() % usageSlots)
+}
+
+// usageExprs are the dialect's SQL for a record's UTC day and its length in
+// seconds (whole seconds on SQLite: plenty for archive stretches of minutes
+// to hours, and exact on both databases).
+func (r *Runtime) usageExprs() (day, secs string) {
 	if r.db.Dialect == models.Postgres {
-		secs, day = "EXTRACT(EPOCH FROM (ended_at - started_at))", "to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+		return "to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')", "EXTRACT(EPOCH FROM (ended_at - started_at))"
 	}
-	var kinds []struct {
-		Kind, Unit                     string
-		Quantity, ByteSeconds, Credits float64
-		Records                        int
-	}
-	err := q.Session(&gorm.Session{}).Select("kind, MAX(unit) AS unit, SUM(quantity) AS quantity, SUM(quantity * " + secs +
-		") AS byte_seconds, SUM(credits) AS credits, COUNT(*) AS records").Group("kind").Scan(&kinds).Error
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("runtime: usage totals: %w", err)
-	}
-	byKind, credits := map[string]*UsageTotal{}, 0.0
-	for _, k := range kinds {
-		t := &UsageTotal{Kind: k.Kind, Quantity: k.Quantity, Unit: k.Unit, Credits: k.Credits, Records: k.Records}
-		if k.Kind == UsageArchiveBytes || k.Kind == UsageVolumeBytes {
-			t.Quantity, t.Unit = k.ByteSeconds/3600/1e9, "GB-hour"
+	return "date(started_at)", "(strftime('%s', ended_at) - strftime('%s', started_at))"
+}
+
+// insertUsage writes rec, adds it to its day's row of usage_days (one
+// conditional upsert, exact however many replicas write at once) and, when
+// it lasts about a day or more, lists it in usage_long; all in one
+// transaction, so the rollup never disagrees with the records.
+func (r *Runtime) insertUsage(ctx context.Context, rec models.UsageRecord) error {
+	day, secs := r.usageExprs()
+	return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&rec).Error; err != nil {
+			return err
 		}
-		byKind[k.Kind] = t
-		credits += k.Credits
+		// The upsert reads the row just written, so the day and seconds are
+		// those the page's own sums compute from it.
+		err := tx.Exec(`INSERT INTO usage_days (day, kind, agent_id, slot, unit, quantity, byte_seconds, credits, records)
+SELECT `+day+`, kind, agent_id, ?, unit, quantity, quantity * `+secs+`, credits, 1 FROM usage_records WHERE id = ?
+ON CONFLICT (day, kind, agent_id, slot) DO UPDATE SET quantity = usage_days.quantity + excluded.quantity,
+	byte_seconds = usage_days.byte_seconds + excluded.byte_seconds, credits = usage_days.credits + excluded.credits,
+	records = usage_days.records + excluded.records,
+	unit = CASE WHEN excluded.unit > usage_days.unit THEN excluded.unit ELSE usage_days.unit END`,
+			usageSlot(rec.SessionID), rec.ID).Error
+		if err != nil {
+			return err
+		}
+		if rec.EndedAt.Sub(rec.StartedAt) >= usageLongAfter {
+			return tx.Exec(`INSERT INTO usage_long (record_id, ended_at) VALUES (?, ?)`, rec.ID, rec.EndedAt).Error
+		}
+		return nil
+	})
+}
+
+// RollUpUsage rebuilds usage_days and usage_long from every usage record, as
+// migration 0028 first filled them: for records written into the database
+// some other way than RecordUsage (a test's seed, an import).
+func (r *Runtime) RollUpUsage(ctx context.Context) error {
+	day, secs := r.usageExprs()
+	long := "strftime('%s', ended_at) - strftime('%s', started_at) >= 82800"
+	if r.db.Dialect == models.Postgres {
+		long = "ended_at - started_at >= INTERVAL '23 hours'"
 	}
-	var rows []struct {
-		Day, Kind string
-		Credits   float64
-	}
-	err = q.Session(&gorm.Session{}).Select(day + " AS day, kind, SUM(credits) AS credits").Group(day + ", kind").Scan(&rows).Error
+	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, stmt := range []string{
+			`DELETE FROM usage_days`,
+			`DELETE FROM usage_long`,
+			`INSERT INTO usage_days (day, kind, agent_id, slot, unit, quantity, byte_seconds, credits, records)
+SELECT ` + day + `, kind, agent_id, 0, MAX(unit), SUM(quantity), SUM(quantity * ` + secs + `), SUM(credits), COUNT(*)
+FROM usage_records GROUP BY ` + day + `, kind, agent_id`,
+			`INSERT INTO usage_long (record_id, ended_at) SELECT id, ended_at FROM usage_records WHERE ` + long,
+		} {
+			if err := tx.Exec(stmt).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("runtime: usage days: %w", err)
+		return fmt.Errorf("runtime: roll up usage: %w", err)
 	}
+	return nil
+}
+
+// usageSum is what one kind added up to on one day.
+type usageSum struct {
+	Day, Kind, Unit                string
+	Quantity, ByteSeconds, Credits float64
+	Records                        int
+}
+
+// usageSums adds up the usage of q's period by kind and by UTC day, so a
+// report reads a few rows however many records the period holds. Archive
+// and volume records hold a size over a stretch of time: they add up in
+// GB-hours, as totalOf says.
+//
+// When rolled is true (q filters by period and agent only) the whole days of
+// the period come from usage_days, and only the records of a partial first
+// or last day are read: those that began from a day before from to the
+// first midnight after it, those that began after the last midnight before
+// to, and the long ones of usage_long that began earlier still and end
+// within the period. Otherwise q's records are summed.
+func (r *Runtime) usageSums(ctx context.Context, q *gorm.DB, rolled bool, agent string, from, to *time.Time) (map[string]*UsageTotal, []UsageDay, float64, error) {
+	var sums []usageSum
+	add := func(q *gorm.DB) error {
+		day, secs := r.usageExprs()
+		var part []usageSum
+		err := q.Session(&gorm.Session{}).Select(day + " AS day, kind, MAX(unit) AS unit, SUM(quantity) AS quantity, SUM(quantity * " + secs +
+			") AS byte_seconds, SUM(credits) AS credits, COUNT(*) AS records").Group(day + ", kind").Scan(&part).Error
+		sums = append(sums, part...)
+		return err
+	}
+	if !rolled {
+		if err := add(q); err != nil {
+			return nil, nil, 0, fmt.Errorf("runtime: usage totals: %w", err)
+		}
+		return usageTotals(sums)
+	}
+	const dayLayout = "2006-01-02"
+	// The whole days [lo, hi): lo the first midnight at or after from, hi
+	// the last midnight at or before to; empty strings are unbounded.
+	var lo, hi string
+	if from != nil {
+		d := from.UTC().Truncate(24 * time.Hour)
+		if d.Before(*from) {
+			d = d.Add(24 * time.Hour)
+		}
+		lo = d.Format(dayLayout)
+	}
+	if to != nil {
+		hi = to.UTC().Truncate(24 * time.Hour).Format(dayLayout)
+	}
+	whole := lo == "" || hi == "" || lo < hi
+	if whole {
+		rq := r.db.WithContext(ctx).Table("usage_days").Select("day, kind, MAX(unit) AS unit, SUM(quantity) AS quantity, " +
+			"SUM(byte_seconds) AS byte_seconds, SUM(credits) AS credits, SUM(records) AS records").Group("day, kind")
+		if lo != "" {
+			rq = rq.Where("day >= ?", lo)
+		}
+		if hi != "" {
+			rq = rq.Where("day < ?", hi)
+		}
+		if agent != "" {
+			rq = rq.Where("agent_id = ?", agent)
+		}
+		var part []usageSum
+		if err := rq.Scan(&part).Error; err != nil {
+			return nil, nil, 0, fmt.Errorf("runtime: usage days: %w", err)
+		}
+		sums = append(sums, part...)
+	}
+	day := func(s string) time.Time { t, _ := time.Parse(dayLayout, s); return t }
+	var parts []*gorm.DB
+	switch {
+	case !whole:
+		// Less than a whole day between from and to: their records.
+		parts = append(parts, q.Session(&gorm.Session{}).Where("started_at >= ?", from.Add(-24*time.Hour)))
+	default:
+		if from != nil {
+			parts = append(parts, q.Session(&gorm.Session{}).Where("started_at >= ? AND started_at < ?", from.Add(-24*time.Hour), day(lo)))
+		}
+		if to != nil {
+			parts = append(parts, q.Session(&gorm.Session{}).Where("started_at >= ?", day(hi)))
+		}
+	}
+	if from != nil {
+		parts = append(parts, q.Session(&gorm.Session{}).Where("started_at < ? AND id IN (SELECT record_id FROM usage_long WHERE ended_at >= ?)",
+			from.Add(-24*time.Hour), *from))
+	}
+	for _, p := range parts {
+		if err := add(p); err != nil {
+			return nil, nil, 0, fmt.Errorf("runtime: usage totals: %w", err)
+		}
+	}
+	return usageTotals(sums)
+}
+
+// usageTotals gathers sums by kind and by day.
+func usageTotals(sums []usageSum) (map[string]*UsageTotal, []UsageDay, float64, error) {
+	byKind, byteSecs, credits := map[string]*UsageTotal{}, map[string]float64{}, 0.0
 	byDay := map[string]map[string]float64{}
-	for _, row := range rows {
-		if byDay[row.Day] == nil {
-			byDay[row.Day] = map[string]float64{}
+	for _, s := range sums {
+		t := byKind[s.Kind]
+		if t == nil {
+			t = &UsageTotal{Kind: s.Kind}
+			byKind[s.Kind] = t
 		}
-		byDay[row.Day][row.Kind] += row.Credits
+		t.Quantity += s.Quantity
+		t.Unit = max(t.Unit, s.Unit)
+		t.Credits += s.Credits
+		t.Records += s.Records
+		byteSecs[s.Kind] += s.ByteSeconds
+		credits += s.Credits
+		if byDay[s.Day] == nil {
+			byDay[s.Day] = map[string]float64{}
+		}
+		byDay[s.Day][s.Kind] += s.Credits
+	}
+	for k, t := range byKind {
+		if k == UsageArchiveBytes || k == UsageVolumeBytes {
+			t.Quantity, t.Unit = byteSecs[k]/3600/1e9, "GB-hour"
+		}
 	}
 	days := make([]UsageDay, 0, len(byDay))
 	for _, d := range slices.Sorted(maps.Keys(byDay)) {

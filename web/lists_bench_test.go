@@ -114,6 +114,8 @@ func BenchmarkListPages(b *testing.B) {
 		{"sandboxes-deep", "/sandboxes?cursor=" + deep("sbx", 0)},
 		{"usage", "/usage"},
 		{"usage-deep", "/usage?cursor=" + deep("use", 0)},
+		// A period of whole days: its totals and chart from the rollup.
+		{"usage-period", "/usage?from=" + full.seed.base.AddDate(0, 0, -30).Format("2006-01-02") + "&to=" + full.seed.base.Format("2006-01-02")},
 	}
 	for _, pg := range pages {
 		b.Run(pg.name, func(b *testing.B) {
