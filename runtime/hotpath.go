@@ -129,6 +129,9 @@ type hotPath struct {
 	// has one writer, and a writer that finds the lock taken sleeps in the
 	// driver's busy handler (1, 2, 5, 10 ms…) where a mutex hands over at once.
 	writeMu sync.Mutex
+	// batch groups the writes queued on writeMu into one transaction
+	// (sqlitebatch.go).
+	batch sqliteBatch
 
 	// closing ends the waits of callers handed their result in memory.
 	closing   chan struct{}

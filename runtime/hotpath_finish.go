@@ -43,11 +43,11 @@ import (
 const openingCommit = "SET LOCAL synchronous_commit TO OFF"
 
 // writeFinish writes a call's result, if the call is still in status from,
-// synchronously (on SQLite in the hot path's write queue).
+// synchronously (on SQLite in the hot path's group commit, sqlitebatch.go).
 func (r *Runtime) writeFinish(ctx context.Context, call models.ToolCall, from string, upd map[string]any) (*models.ToolCall, int64, error) {
 	var rows int64
-	err := r.hotWriteTx(func() error {
-		res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ?", call.ID, from).Updates(upd)
+	err := r.hotWrite(ctx, false, func(db *gorm.DB) error {
+		res := db.Model(&models.ToolCall{}).Where("id = ? AND status = ?", call.ID, from).Updates(upd)
 		rows = res.RowsAffected
 		return res.Error
 	})

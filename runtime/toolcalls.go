@@ -241,32 +241,32 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		rec = r.actionRecord(p, "ToolCall.create", a, VerdictRefused, policyRefusal(source))
 	}
 	rec.PolicyRule = call.PolicyRule
-	err = r.hotWriteTx(func() error {
-		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if call.Status == CallRunning && r.db.Dialect == models.Postgres {
-				// The opening record of a call that runs at once commits
-				// without waiting for the log's flush; its finishing write
-				// waits for it and so makes both durable (openingCommit).
-				if err := tx.Exec(openingCommit).Error; err != nil {
-					return err
-				}
-			}
-			if err := tx.Create(&call).Error; err != nil {
+	// On SQLite, one transaction with other callers' writes queued meanwhile
+	// (sqlitebatch.go).
+	err = r.hotWrite(ctx, true, func(tx *gorm.DB) error {
+		if call.Status == CallRunning && r.db.Dialect == models.Postgres {
+			// The opening record of a call that runs at once commits
+			// without waiting for the log's flush; its finishing write
+			// waits for it and so makes both durable (openingCommit).
+			if err := tx.Exec(openingCommit).Error; err != nil {
 				return err
 			}
-			if err := tx.Create(&rec).Error; err != nil {
-				return err
-			}
-			if policy != tools.PolicyAsk {
-				return nil
-			}
-			ap := models.Approval{ID: newID("apr"), ToolCallID: call.ID, SessionID: s.ID, State: ApprovalPending,
-				Scope: "call", CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.ApprovalTimeout)}
-			if err := tx.Create(&ap).Error; err != nil {
-				return err
-			}
-			return r.enqueueNotices(tx, ap, call, s)
-		})
+		}
+		if err := tx.Create(&call).Error; err != nil {
+			return err
+		}
+		if err := tx.Create(&rec).Error; err != nil {
+			return err
+		}
+		if policy != tools.PolicyAsk {
+			return nil
+		}
+		ap := models.Approval{ID: newID("apr"), ToolCallID: call.ID, SessionID: s.ID, State: ApprovalPending,
+			Scope: "call", CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.ApprovalTimeout)}
+		if err := tx.Create(&ap).Error; err != nil {
+			return err
+		}
+		return r.enqueueNotices(tx, ap, call, s)
 	})
 	if err != nil {
 		return call, nil, fmt.Errorf("runtime: record call: %w", err)
