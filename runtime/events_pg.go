@@ -208,6 +208,8 @@ func (b *pgBus) listen(ctx context.Context, cfg *pgx.ConnConfig, again bool) err
 	b.connected.Store(true)
 	if again {
 		b.r.fanout(Event{Kind: EventResync})
+		// A cancellation sent during the gap: stop what it ended.
+		go b.r.stopCancelledElsewhere(ctx)
 	}
 	for {
 		if err := conn.PgConn().WaitForNotification(ctx); err != nil {
@@ -236,11 +238,16 @@ func (b *pgBus) receive(n *pgconn.Notification) {
 
 // deliverRemote hands another replica's event to this one's subscribers.
 // A change to who may do what drops this replica's caches of it too, as
-// the write would have had it been made here.
+// the write would have had it been made here. A call another replica
+// recorded final (ToolCall.cancel there, or its session ended) that this
+// replica runs is stopped at once, as a cancel made here would.
 func (r *Runtime) deliverRemote(e Event) {
-	if e.Kind == EventAccess {
+	switch {
+	case e.Kind == EventAccess:
 		r.auth.reset()
 		r.hot.invalidate()
+	case e.Kind == "call" && finalStatus(e.State):
+		r.stopRunning(e.ID)
 	}
 	r.fanout(e)
 }

@@ -124,7 +124,7 @@ func (r *Runtime) waitStarted(ctx context.Context, h *callHandle, d time.Duratio
 // when the caller has just resolved it, h the caller waiting, if any.
 func (r *Runtime) runStarted(call models.ToolCall, s models.Session, resolved *offered, h *callHandle) {
 	// ToolCall.cancel stops it through this context (toolcallcancel.go).
-	ctx, stopped := trackRunning(context.Background(), call.ID)
+	ctx, stopped := r.trackRunning(context.Background(), call.ID)
 	defer stopped()
 	ctx = withUpstreamProgress(ctx, call.ID) // callprogress.go
 	if r.endedSinceCheck(ctx, call) {

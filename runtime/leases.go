@@ -28,9 +28,12 @@ func (r *Runtime) RunOnce(ctx context.Context, name string, ttl time.Duration, f
 }
 
 // takeLease inserts the lease, or renews it when this replica holds it, or
-// takes it over when it expired.
+// takes it over when it expired, on the database's clock (dbclock.go).
 func (r *Runtime) takeLease(ctx context.Context, name string, ttl time.Duration) (bool, error) {
-	now := r.now()
+	now, err := r.dbNow(ctx)
+	if err != nil {
+		return false, fmt.Errorf("runtime: lease %s: %w", name, err)
+	}
 	res := r.db.WithContext(ctx).Exec(`INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
 		WHERE leases.holder = excluded.holder OR leases.expires_at < ?`,

@@ -64,7 +64,12 @@ const interrupted = "interrupted: the server restarted while the call ran"
 // ids. The periodic reaper leaves calls without an id alone: such a call
 // can only come from before the upgrade, which the start already ended.
 func (r *Runtime) interruptRunning(ctx context.Context, own bool) {
-	live := r.db.Model(&models.Replica{}).Select("id").Where("stopped_at IS NULL AND heartbeat_at > ?", r.liveSince())
+	since, err := r.liveSince(ctx)
+	if err != nil {
+		r.opts.Log.Error("runtime: find interrupted calls", "err", err)
+		return
+	}
+	live := r.db.Model(&models.Replica{}).Select("id").Where("stopped_at IS NULL AND heartbeat_at > ?", since)
 	q := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("status = ?", CallRunning)
 	if own {
 		q = q.Where("replica_id = ? OR replica_id NOT IN (?)", r.replica.ID, live)

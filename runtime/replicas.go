@@ -53,9 +53,12 @@ func CheckReplicaID(id string) error {
 // registerReplica writes (or rewrites, for a restart under the same
 // --replica-id) this replica's row as alive.
 func (r *Runtime) registerReplica(ctx context.Context) error {
-	now := r.now()
+	now, err := r.dbNow(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime: register replica %s: %w", r.replica.ID, err)
+	}
 	row := models.Replica{ID: r.replica.ID, URL: r.replica.URL, StartedAt: now, HeartbeatAt: now}
-	err := r.db.WithContext(ctx).Exec(`INSERT INTO replicas (id, url, started_at, heartbeat_at, stopped_at) VALUES (?, ?, ?, ?, NULL)
+	err = r.db.WithContext(ctx).Exec(`INSERT INTO replicas (id, url, started_at, heartbeat_at, stopped_at) VALUES (?, ?, ?, ?, NULL)
 		ON CONFLICT (id) DO UPDATE SET url = excluded.url, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stopped_at = NULL`,
 		row.ID, row.URL, row.StartedAt, row.HeartbeatAt).Error
 	if err != nil {
@@ -65,10 +68,18 @@ func (r *Runtime) registerReplica(ctx context.Context) error {
 	return nil
 }
 
-// heartbeat renews this replica's row; a row someone removed is written again.
+// heartbeat renews this replica's row, on the database's clock; a row
+// someone removed is written again.
 func (r *Runtime) heartbeat(ctx context.Context) {
+	now, err := r.dbNow(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.opts.Log.Warn("runtime: replica heartbeat", "replica", r.replica.ID, "err", err)
+		}
+		return
+	}
 	res := r.db.WithContext(ctx).Model(&models.Replica{}).Where("id = ?", r.replica.ID).
-		Updates(map[string]any{"heartbeat_at": r.now(), "stopped_at": nil})
+		Updates(map[string]any{"heartbeat_at": now, "stopped_at": nil})
 	switch {
 	case res.Error != nil:
 		if ctx.Err() == nil {
@@ -91,6 +102,9 @@ func (r *Runtime) heartbeatLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			r.heartbeat(ctx)
+			if r.bus.Load() != nil {
+				r.stopCancelledElsewhere(ctx) // events_pg.go: a cancel whose event was lost
+			}
 		}
 	}
 }
@@ -104,15 +118,22 @@ func (r *Runtime) stopReplica(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	now := r.now()
+	now, err := r.dbNow(ctx)
+	if err != nil {
+		now = r.now()
+	}
 	if err := r.db.WithContext(ctx).Model(&models.Replica{}).Where("id = ?", r.replica.ID).Update("stopped_at", now).Error; err != nil {
 		r.opts.Log.Warn("runtime: mark replica stopped", "replica", r.replica.ID, "err", err)
 	}
 	r.db.WithContext(ctx).Where("holder = ?", r.replica.ID).Delete(&models.Lease{})
 }
 
-// liveSince is the oldest heartbeat of a live replica.
-func (r *Runtime) liveSince() time.Time { return r.now().Add(-ReplicaDeadAfter) }
+// liveSince is the oldest heartbeat of a live replica, on the database's
+// clock (dbclock.go).
+func (r *Runtime) liveSince(ctx context.Context) (time.Time, error) {
+	now, err := r.dbNow(ctx)
+	return now.Add(-ReplicaDeadAfter), err
+}
 
 // ReplicaAlive tells whether replica id is alive (registered, not stopped,
 // heartbeat within ReplicaDeadAfter) and the URL it advertises. An unknown
@@ -126,7 +147,11 @@ func (r *Runtime) ReplicaAlive(ctx context.Context, id string) (url string, aliv
 		return "", false, nil
 	}
 	rep := rows[0]
-	return rep.URL, rep.StoppedAt == nil && rep.HeartbeatAt.After(r.liveSince()), nil
+	since, err := r.liveSince(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("runtime: replica %s: %w", id, err)
+	}
+	return rep.URL, rep.StoppedAt == nil && rep.HeartbeatAt.After(since), nil
 }
 
 // ReplicaView is one replica as the console and /readyz show it.
@@ -146,7 +171,10 @@ func (r *Runtime) Replicas(ctx context.Context) ([]ReplicaView, error) {
 	if err := r.db.WithContext(ctx).Order("started_at DESC").Limit(200).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("runtime: replicas: %w", err)
 	}
-	since := r.liveSince()
+	since, err := r.liveSince(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: replicas: %w", err)
+	}
 	out := make([]ReplicaView, 0, len(rows))
 	for _, m := range rows {
 		out = append(out, ReplicaView{ID: m.ID, URL: m.URL, StartedAt: m.StartedAt, HeartbeatAt: m.HeartbeatAt, StoppedAt: m.StoppedAt,
@@ -157,5 +185,9 @@ func (r *Runtime) Replicas(ctx context.Context) ([]ReplicaView, error) {
 
 // forgetReplicas removes rows of replicas dead for a week.
 func (r *Runtime) forgetReplicas(ctx context.Context) {
-	r.db.WithContext(ctx).Where("heartbeat_at < ? AND id <> ?", r.now().Add(-replicaForgetAfter), r.replica.ID).Delete(&models.Replica{})
+	now, err := r.dbNow(ctx)
+	if err != nil {
+		return
+	}
+	r.db.WithContext(ctx).Where("heartbeat_at < ? AND id <> ?", now.Add(-replicaForgetAfter), r.replica.ID).Delete(&models.Replica{})
 }

@@ -31,6 +31,7 @@ func TestRunOnceRunsOnOneReplicaAndFailsOver(t *testing.T) {
 	clock := &fixedClock{t: time.Now().UTC()}
 	a := New(db, Options{Clock: clock, ReplicaID: "rep-a"})
 	b := New(db, Options{Clock: clock, ReplicaID: "rep-b"})
+	a.dbClock, b.dbClock = clock, clock // the database's clock moves with the test's
 	ctx := context.Background()
 	var ranA, ranB atomic.Int64
 	for range 5 {
@@ -85,6 +86,7 @@ func TestRecoveryLeavesLiveReplicasCalls(t *testing.T) {
 	clock := &fixedClock{t: time.Now().UTC()}
 	ctx := context.Background()
 	a := New(db, Options{Clock: clock, ReplicaID: "rep-a", ReplicaURL: "http://a.internal:8080"})
+	a.dbClock = clock // the database's clock moves with the test's
 	if err := a.registerReplica(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +102,7 @@ func TestRecoveryLeavesLiveReplicasCalls(t *testing.T) {
 	call("call_legacy", "")
 
 	b := New(db, Options{Clock: clock, ReplicaID: "rep-b"})
+	b.dbClock = clock
 	if url, alive, err := b.ReplicaAlive(ctx, "rep-a"); err != nil || !alive || url != "http://a.internal:8080" {
 		t.Fatalf("ReplicaAlive(rep-a) = %q %v %v", url, alive, err)
 	}

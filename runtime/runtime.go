@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -107,6 +108,8 @@ type Runtime struct {
 	replica    ReplicaInfo           // replicas.go
 	registered atomic.Bool           // the replicas row was written (Start)
 	bus        atomic.Pointer[pgBus] // events across replicas (events_pg.go); nil on SQLite
+	running    sync.Map              // the calls this replica runs: id → their context's cancel (toolcallcancel.go)
+	dbClock    Clock                 // tests' stand-in for the database's clock (dbclock.go); nil: the database's
 	readyExtra readyChecks           // ready_parts.go
 
 	// decayDay is the UTC day decay last ran (decay.go).

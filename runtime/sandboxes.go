@@ -85,6 +85,7 @@ func (r *Runtime) StartSandboxes(ctx context.Context, o SandboxOptions) error {
 		// Replicas share the database: a running sandbox names its replica
 		// (sandboxes_owner.go), and one replica at a time retires.
 		store.owner = func() string { return r.Replica().ID }
+		store.clock = r.dbNow
 		owner = sandboxOwnership{r}
 		retireGate = func(ctx context.Context) bool { return r.onceEvery(ctx, "sandbox-retire") }
 	}

@@ -50,7 +50,10 @@ func (o sandboxOwnership) Claim(ctx context.Context, id string) (sandbox.Record,
 		if err != nil {
 			return sandbox.Record{}, err
 		}
-		now := r.now()
+		now, err := r.dbNow(ctx) // leases compare on the database's clock (dbclock.go)
+		if err != nil {
+			return sandbox.Record{}, err
+		}
 		if kept := sandbox.KeptOn(recordOf(m)); kept != "" && kept != me {
 			// Its newest /workspace is a folder kept on replica kept: the
 			// request goes there, or is refused while it is down; never a
@@ -165,8 +168,12 @@ func (r *Runtime) renewSandboxLeases(ctx context.Context) error {
 	if !r.multiReplica() {
 		return nil
 	}
-	err := r.db.WithContext(ctx).Model(&models.Sandbox{}).Where("replica_id = ?", r.Replica().ID).
-		Update("lease_expires_at", r.now().Add(SandboxLeaseTTL)).Error
+	now, err := r.dbNow(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime: renew sandbox leases: %w", err)
+	}
+	err = r.db.WithContext(ctx).Model(&models.Sandbox{}).Where("replica_id = ?", r.Replica().ID).
+		Update("lease_expires_at", now.Add(SandboxLeaseTTL)).Error
 	if err != nil {
 		return fmt.Errorf("runtime: renew sandbox leases: %w", err)
 	}
@@ -184,8 +191,12 @@ const orphanGrace = 2 * time.Minute
 // anywhere. Run under a lease: once across replicas.
 func (r *Runtime) suspendOrphans(ctx context.Context) error {
 	var ms []models.Sandbox
-	cutoff := r.now().Add(-orphanGrace)
-	err := r.db.WithContext(ctx).Where("state = ? AND replica_id <> '' AND lease_expires_at < ?", string(sandbox.StateRunning), cutoff).
+	dbNow, err := r.dbNow(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime: find orphaned sandboxes: %w", err)
+	}
+	cutoff := dbNow.Add(-orphanGrace)
+	err = r.db.WithContext(ctx).Where("state = ? AND replica_id <> '' AND lease_expires_at < ?", string(sandbox.StateRunning), cutoff).
 		Limit(100).Find(&ms).Error
 	if err != nil {
 		return fmt.Errorf("runtime: find orphaned sandboxes: %w", err)
@@ -196,7 +207,7 @@ func (r *Runtime) suspendOrphans(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		now := r.now()
+		now := dbNow
 		secs, note := takeoverFigures(m, now)
 		res := r.db.WithContext(ctx).Model(&models.Sandbox{}).
 			Where("id = ? AND replica_id = ? AND lease_expires_at = ?", m.ID, m.ReplicaID, *m.LeaseExpiresAt).

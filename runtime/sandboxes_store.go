@@ -20,6 +20,9 @@ type sandboxStore struct {
 	// owner is this replica's id, written on a running sandbox's record
 	// with its lease (nil or "": no owner, one process).
 	owner func() string
+	// clock is the database's clock, which the lease's end is counted on
+	// (dbclock.go); nil: this process's.
+	clock func(context.Context) (time.Time, error)
 }
 
 // NewSandboxStore is the Store the server runs on, for tests that restart a
@@ -28,16 +31,23 @@ func NewSandboxStore(db *models.DB) sandbox.Store { return sandboxStore{db: db} 
 
 // ownerOf is who a record of state holds: this replica while it runs the
 // machine, with a lease its heartbeat renews; nobody otherwise.
-func (s sandboxStore) ownerOf(state sandbox.State) (string, *time.Time) {
+func (s sandboxStore) ownerOf(ctx context.Context, state sandbox.State) (string, *time.Time, error) {
 	if s.owner == nil || state != sandbox.StateRunning {
-		return "", nil
+		return "", nil, nil
 	}
 	me := s.owner()
 	if me == "" {
-		return "", nil
+		return "", nil, nil
 	}
-	until := time.Now().Add(SandboxLeaseTTL).UTC()
-	return me, &until
+	now := time.Now()
+	if s.clock != nil {
+		var err error
+		if now, err = s.clock(ctx); err != nil {
+			return "", nil, err
+		}
+	}
+	until := now.Add(SandboxLeaseTTL).UTC()
+	return me, &until, nil
 }
 
 var _ sandbox.Store = sandboxStore{}
@@ -78,15 +88,43 @@ func (s sandboxStore) ListByState(ctx context.Context, state sandbox.State) ([]s
 // acknowledges a state change only once this returns.
 func (s sandboxStore) Put(ctx context.Context, rec sandbox.Record) error {
 	m := modelOf(rec)
-	m.ReplicaID, m.LeaseExpiresAt = s.ownerOf(rec.State)
+	var err error
+	if m.ReplicaID, m.LeaseExpiresAt, err = s.ownerOf(ctx, rec.State); err != nil {
+		return fmt.Errorf("runtime: store sandbox %s: %w", rec.ID, err)
+	}
 	if kept := sandbox.KeptOn(rec); kept != "" && s.owner != nil {
 		m.ReplicaID = kept // where its newest /workspace is, until archived
 	}
-	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, UpdateAll: true}).Create(&m).Error
+	err = s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, UpdateAll: true}).Create(&m).Error
 	if err != nil {
 		return fmt.Errorf("runtime: store sandbox %s: %w", rec.ID, err)
 	}
 	return nil
+}
+
+var _ sandbox.CondStore = sandboxStore{}
+
+// PutIf replaces the record as Put does, but only while the stored one is
+// still of expect's generation (state, owner, archive): one conditional
+// UPDATE, so a replica archiving a folder it kept never overwrites what
+// another replica wrote meanwhile.
+func (s sandboxStore) PutIf(ctx context.Context, rec, expect sandbox.Record) (bool, error) {
+	m := modelOf(rec)
+	var err error
+	if m.ReplicaID, m.LeaseExpiresAt, err = s.ownerOf(ctx, rec.State); err != nil {
+		return false, fmt.Errorf("runtime: store sandbox %s: %w", rec.ID, err)
+	}
+	if kept := sandbox.KeptOn(rec); kept != "" && s.owner != nil {
+		m.ReplicaID = kept
+	}
+	res := s.db.WithContext(ctx).Model(&models.Sandbox{}).
+		Where("id = ? AND state = ? AND replica_id = ? AND archive_sha256 = ? AND archive_error = ?",
+			rec.ID, string(expect.State), expect.Owner, expect.ArchiveSHA256, expect.ArchiveError).
+		Select("*").Omit("id", "created_at").Updates(&m)
+	if res.Error != nil {
+		return false, fmt.Errorf("runtime: store sandbox %s: %w", rec.ID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
 }
 
 func modelOf(r sandbox.Record) models.Sandbox {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
@@ -41,7 +40,9 @@ type CancelInput struct {
 // A call waiting for an approver is refused and its approval cancelled (it
 // leaves every open queue at once, and approving it later answers 409
 // call_cancelled); a queued or client-waiting call is refused; a running
-// call is stopped where this process runs it and ends failed. Either way its
+// call ends failed and is stopped at once on whichever replica runs it (the
+// call event crosses replicas, events_pg.go; a dead replica runs nothing,
+// and the reaper interrupts only calls still running). Either way its
 // reason reads "cancelled by the caller". Only the caller, or a person who
 // may end the session, may cancel; a finished call answers 409 call_finished.
 //
@@ -128,11 +129,10 @@ func (r *Runtime) ToolCallCancel(ctx context.Context, p Principal, callID, reaso
 	if err != nil {
 		return ToolCallView{}, err
 	}
-	// Stop the tool if this process runs it; another replica's run finishes
-	// on its own and finds its record already final.
-	if stop, ok := runningCalls.Load(callID); ok {
-		stop.(context.CancelFunc)()
-	}
+	// Stop the tool if this replica runs it. Another replica running it
+	// stops it when the call event below reaches it (deliverRemote), or at
+	// its next look at its running calls' records (stopCancelledElsewhere).
+	r.stopRunning(callID)
 	if approval != nil {
 		r.publish(Event{Kind: "approval", ID: callID, SessionID: call.SessionID, State: ApprovalCancelled})
 	}
@@ -148,18 +148,49 @@ func mayCancel(p Principal, call models.ToolCall) bool {
 	return p.Kind != PrincipalSession && p.Can("Session.end")
 }
 
-// runningCalls stops the calls this process runs: call id → the cancel of
-// the context the tool runs under. Call ids are unique, so one map serves
-// every Runtime of the process.
-var runningCalls sync.Map
-
 // trackRunning gives a running call its own context, cancelled by
-// ToolCallCancel; done forgets it.
-func trackRunning(ctx context.Context, callID string) (context.Context, func()) {
+// ToolCallCancel (here, or on another replica: stopRunning); done forgets
+// it.
+func (r *Runtime) trackRunning(ctx context.Context, callID string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	runningCalls.Store(callID, cancel)
+	r.running.Store(callID, cancel)
 	return ctx, func() {
-		runningCalls.Delete(callID)
+		r.running.Delete(callID)
 		cancel()
+	}
+}
+
+// stopRunning cancels call id's context if this replica runs it, and
+// reports whether it did.
+func (r *Runtime) stopRunning(callID string) bool {
+	stop, ok := r.running.Load(callID)
+	if ok {
+		stop.(context.CancelFunc)()
+	}
+	return ok
+}
+
+// stopCancelledElsewhere stops this replica's running calls whose record is
+// already final: another replica cancelled them (or ended their session)
+// and its event was lost, say while the listener reconnected. It runs at
+// each heartbeat and after a reconnect: one query, and only while calls run.
+func (r *Runtime) stopCancelledElsewhere(ctx context.Context) {
+	var ids []string
+	r.running.Range(func(k, _ any) bool {
+		ids = append(ids, k.(string))
+		return len(ids) < 1000
+	})
+	if len(ids) == 0 {
+		return
+	}
+	var ended []string
+	if err := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id IN ? AND status IN ?", ids,
+		[]string{CallSucceeded, CallFailed, CallRefused}).Pluck("id", &ended).Error; err != nil {
+		return
+	}
+	for _, id := range ended {
+		if r.stopRunning(id) {
+			r.opts.Log.Info("runtime: call ended elsewhere stopped here", "call", id)
+		}
 	}
 }

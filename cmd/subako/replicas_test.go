@@ -357,6 +357,61 @@ func TestTwoReplicasOnOnePostgres(t *testing.T) {
 		}
 	})
 
+	t.Run("a cancel through B stops the call running on A", func(t *testing.T) {
+		type answer struct {
+			v  runtime.ToolCallView
+			at time.Time
+		}
+		got := make(chan answer, 1)
+		go func() {
+			var v runtime.ToolCallView
+			api(t, a.base, ownerTok, "POST", "/sessions/"+session+"/tool_calls",
+				`{"tool": "mcp__everything__trigger-long-running-operation", "input": {"duration": 60, "steps": 60}, "wait_seconds": 90}`, &v)
+			got <- answer{v, time.Now()}
+		}()
+		var call, rep string
+		deadline := time.Now().Add(20 * time.Second)
+		for call == "" && time.Now().Before(deadline) {
+			db.Raw("SELECT id, replica_id FROM tool_calls WHERE session_id = ? AND status = 'running' AND tool LIKE ?", session, "%long-running%").
+				Row().Scan(&call, &rep)
+			time.Sleep(20 * time.Millisecond)
+		}
+		if call == "" || rep != "rep-a" {
+			t.Fatalf("the long call is %q on replica %q", call, rep)
+		}
+		var v runtime.ToolCallView
+		api(t, b.base, ownerTok, "POST", "/tool_calls/"+call+"/cancel", `{"reason": "changed my mind"}`, &v)
+		cancelled := time.Now()
+		if !v.Cancelled() {
+			t.Fatalf("B's cancel answered %s %q", v.Status, v.Reason)
+		}
+		select {
+		case ans := <-got:
+			if !ans.v.Cancelled() || ans.v.Status != "failed" || !strings.Contains(ans.v.Reason, "changed my mind") {
+				t.Fatalf("A's client got %s %q %q", ans.v.Status, ans.v.Reason, ans.v.Error)
+			}
+			t.Logf("A's client had the cancelled answer %s after the cancel on B", ans.at.Sub(cancelled).Round(time.Millisecond))
+		case <-time.After(15 * time.Second):
+			// Unstopped, the call would run until the MCP call's own 30 s
+			// timeout ends it (the operation asks for 60 s).
+			t.Fatal("A's client had no answer 15 s after B cancelled its call: the call still runs on A")
+		}
+		// The record stays as the cancel wrote it (A's run, stopped, did
+		// not overwrite it), with one ToolCall.cancel Action by its caller.
+		time.Sleep(2 * time.Second)
+		var st, reason, by string
+		db.Raw("SELECT status, reason FROM tool_calls WHERE id = ?", call).Row().Scan(&st, &reason)
+		if st != "failed" || !strings.HasPrefix(reason, runtime.CallCancelledReason) {
+			t.Errorf("the call's record after the cancel: %s %q", st, reason)
+		}
+		var n int64
+		db.Raw("SELECT COUNT(*) FROM actions WHERE verb = 'ToolCall.cancel' AND targets LIKE ?", "%"+call+"%").Scan(&n)
+		db.Raw("SELECT by_label FROM actions WHERE verb = 'ToolCall.cancel' AND targets LIKE ?", "%"+call+"%").Scan(&by)
+		if n != 1 || !strings.Contains(by, "owner@example.com") {
+			t.Errorf("the call has %d ToolCall.cancel Actions, by %q; want 1, by the owner", n, by)
+		}
+	})
+
 	t.Run("kill -9 A: its running call is interrupted once its heartbeat lapses", func(t *testing.T) {
 		var v runtime.ToolCallView
 		api(t, a.base, ownerTok, "POST", "/sessions/"+session+"/tool_calls",

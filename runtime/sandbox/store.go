@@ -67,6 +67,23 @@ type Store interface {
 	Put(ctx context.Context, rec Record) error
 }
 
+// CondStore is a Store shared by replicas that can write a record only if
+// it is still as it was read: same state, owner and archive (the record's
+// generation). A replica archiving a folder it kept (retryArchives) writes
+// through it, so that a record another replica changed meanwhile (took
+// the sandbox over, restored or retired it) is never overwritten.
+type CondStore interface {
+	// PutIf writes rec if the stored record of rec.ID still has expect's
+	// State, Owner, ArchiveSHA256 and ArchiveError, and reports whether it
+	// did.
+	PutIf(ctx context.Context, rec, expect Record) (bool, error)
+}
+
+// sameGeneration: the fields PutIf compares.
+func sameGeneration(a, b Record) bool {
+	return a.State == b.State && a.Owner == b.Owner && a.ArchiveSHA256 == b.ArchiveSHA256 && a.ArchiveError == b.ArchiveError
+}
+
 // MemStore is a Store in memory, for tests and for trying things out.
 type MemStore struct {
 	mu   sync.Mutex
