@@ -109,22 +109,52 @@ func (m *Manager) rearchive(ctx context.Context, stored Record) error {
 	if b.gone || b.machine != nil || b.rec.State != StateSuspended || !storeWasDown(b.rec.ArchiveError) {
 		return nil // an exec woke it, or it was archived meanwhile
 	}
+	// With replicas, the record is written back only while it is as read:
+	// another replica may have changed it since the list (taken the sandbox
+	// over, restored or retired it). It is looked at again before the
+	// upload, which replaces the store's object, and the write is
+	// conditional, for a change during the upload.
+	expect := b.rec
+	cond, _ := m.cfg.Store.(CondStore)
+	if cond != nil {
+		cur, err := m.cfg.Store.Get(ctx, expect.ID)
+		if err != nil {
+			return fmt.Errorf("sandbox: read %s before archiving it again: %w", expect.ID, err)
+		}
+		if !sameGeneration(cur, expect) {
+			return m.keptSuperseded(ctx, b, cur)
+		}
+	}
+	put := func(rec Record) (bool, error) {
+		if cond != nil {
+			return cond.PutIf(ctx, rec, expect)
+		}
+		return true, m.cfg.Store.Put(ctx, rec)
+	}
 	rec := b.rec
 	now := m.now()
 	if !m.archiveInto(ctx, &rec, now) {
 		if !storeWasDown(rec.ArchiveError) {
 			// Another reason now (the disk is full …): record it, and leave
 			// the sandbox to the usual retirement rules.
-			if err := m.cfg.Store.Put(ctx, rec); err != nil {
+			wrote, err := put(rec)
+			if err != nil {
 				return fmt.Errorf("sandbox: record archive error of %s: %w", rec.ID, err)
+			}
+			if !wrote {
+				return m.keptSuperseded(ctx, b, Record{})
 			}
 			b.rec = rec
 			m.notify(rec)
 		}
 		return nil
 	}
-	if err := m.cfg.Store.Put(ctx, rec); err != nil {
+	wrote, err := put(rec)
+	if err != nil {
 		return fmt.Errorf("sandbox: record archive of %s: %w", rec.ID, err)
+	}
+	if !wrote {
+		return m.keptSuperseded(ctx, b, Record{})
 	}
 	b.rec = rec
 	m.notify(rec)
@@ -133,6 +163,34 @@ func (m *Manager) rearchive(ctx context.Context, stored Record) error {
 	if err := m.discard(m.workspaceDir(rec.ID), "suspend"); err != nil {
 		m.cfg.Logger.Warn("sandbox: remove archived workspace", "sandbox", rec.ID, "err", err)
 	}
+	return nil
+}
+
+// keptSuperseded handles a kept folder whose record another replica
+// changed (b.mu held): the record is left as that replica wrote it, and
+// the folder, no longer the sandbox's newest /workspace, is set aside as
+// workspace.superseded (removed at retirement) so no later start here uses
+// it. cur is the record as read, or zero to read it.
+func (m *Manager) keptSuperseded(ctx context.Context, b *box, cur Record) error {
+	if cur.ID == "" {
+		var err error
+		if cur, err = m.cfg.Store.Get(ctx, b.id); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("sandbox: read %s after another replica changed it: %w", b.id, err)
+		}
+	}
+	ws := m.workspaceDir(b.id)
+	aside := ws + ".superseded"
+	if err := os.RemoveAll(aside); err != nil {
+		return fmt.Errorf("sandbox: set aside the superseded workspace of %s: %w", b.id, err)
+	}
+	if err := os.Rename(ws, aside); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("sandbox: set aside the superseded workspace of %s: %w", b.id, err)
+	}
+	if cur.ID != "" {
+		b.rec, b.storedActive = cur, cur.LastActiveAt
+	}
+	m.cfg.Logger.Warn("sandbox: another replica changed this sandbox while this one archived the folder it kept; its record is left as that replica wrote it, the folder set aside",
+		"sandbox", b.id, "state", cur.State, "owner", cur.Owner, "folder", aside)
 	return nil
 }
 
