@@ -71,6 +71,7 @@ type agent struct {
 	baseEnv []string
 	streams streamTable // forwarded ports (agent_ports.go)
 	jobs    jobTable    // background jobs (agent_jobs.go)
+	warm    warmPool    // the next exec's init, started between execs (agent_warm.go)
 }
 
 // run answers one exec frame: a command, or a background job's start, read
@@ -79,7 +80,7 @@ func (a *agent) run(ctx context.Context, f frame) (ExecResult, error) {
 	if isJobRequest(*f.Exec) {
 		return a.runJob(ctx, *f.Exec)
 	}
-	return runCommand(a.liveContext(ctx, f), *f.Exec, a.baseEnv)
+	return runCommand(a.liveContext(ctx, f), *f.Exec, a.baseEnv, &a.warm)
 }
 
 func (a *agent) send(f frame) error {
@@ -111,6 +112,9 @@ func (a *agent) start(f frame) {
 		}
 		// A failed write means the host is gone; the read loop sees EOF next.
 		_ = a.send(reply)
+		if f.Exec != nil && !isJobRequest(*f.Exec) {
+			a.warm.refill(a.baseEnv) // after the answer: between execs
+		}
 	}()
 }
 
@@ -132,6 +136,7 @@ func (a *agent) stopAll() {
 	}
 	a.mu.Unlock()
 	a.wg.Wait()
+	a.warm.close()
 	a.jobs.killAll()
 }
 

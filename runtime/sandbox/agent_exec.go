@@ -21,8 +21,10 @@ const pipeGrace = 500 * time.Millisecond
 // cancel kills the init, the kernel kills everything the command started,
 // background jobs and setsid'd daemons included, so none outlives its exec
 // or holds the sandbox's pid limit. An agent that may not make namespaces (no
-// CAP_SYS_ADMIN) falls back to a process group.
-func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecResult, error) {
+// CAP_SYS_ADMIN) falls back to a process group. An exec in the default
+// folder without extra variables takes warm's waiting init, if any
+// (agent_warm.go).
+func runCommand(ctx context.Context, req ExecRequest, baseEnv []string, warm *warmPool) (ExecResult, error) {
 	req = req.WithDefaults()
 	if err := req.Validate(); err != nil {
 		return ExecResult{}, err
@@ -33,8 +35,16 @@ func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecRes
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(req.TimeoutSecs)*time.Second)
 	defer cancel()
 
-	var stdout, stderr Output
 	newPID := canNewPID()
+	if newPID && req.Cwd == DefaultCwd && len(req.Env) == 0 && warm != nil {
+		if w := warm.take(); w != nil {
+			res, err := w.run(ctx, req)
+			if !errors.Is(err, errWarmGone) {
+				return res, err
+			}
+		}
+	}
+	var stdout, stderr Output
 	cmd := execInitCommand(ctx, req.Command, newPID)
 	cmd.Dir = req.Cwd
 	cmd.Env = commandEnv(baseEnv, req.Env)
@@ -43,8 +53,9 @@ func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecRes
 		defer pidSlots.give(slot)
 		cmd.Env = withSlot(cmd.Env, slot)
 	}
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	defer liveOutputOf(ctx, cmd)() // output frames while it runs (agent_live.go)
+	outW, errW, liveDone := liveWriters(ctx, &stdout, &stderr) // output frames while it runs (agent_live.go)
+	defer liveDone()
+	cmd.Stdout, cmd.Stderr = outW, errW
 	if req.Stdin != "" {
 		cmd.Stdin = strings.NewReader(req.Stdin)
 	}
@@ -55,7 +66,12 @@ func runCommand(ctx context.Context, req ExecRequest, baseEnv []string) (ExecRes
 	if err := startWithoutCaps(cmd); err != nil {
 		return ExecResult{}, fmt.Errorf("agent: start sh: %w", err)
 	}
-	err := cmd.Wait()
+	return commandResult(ctx, cmd, cmd.Wait(), started, &stdout, &stderr)
+}
+
+// commandResult is the result of cmd, started at started and waited for
+// (err), whose output went to stdout and stderr.
+func commandResult(ctx context.Context, cmd *exec.Cmd, err error, started time.Time, stdout, stderr *Output) (ExecResult, error) {
 	res := ExecResult{DurationMs: time.Since(started).Milliseconds()}
 	var exitErr *exec.ExitError
 	// The init may exit on its own while the kernel still ends what the

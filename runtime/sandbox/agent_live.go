@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"io"
-	"os/exec"
 	"sync"
 	"time"
 )
@@ -29,21 +28,19 @@ func (a *agent) liveContext(ctx context.Context, f frame) context.Context {
 	return context.WithValue(ctx, liveKey{}, &liveOutput{send: a.send, id: f.ID})
 }
 
-// liveOutputOf wraps cmd's output writers with the live sender ctx carries,
-// and returns what to call before the result is sent: the last chunks go
-// out first.
-func liveOutputOf(ctx context.Context, cmd *exec.Cmd) func() {
+// liveWriters returns the writers an exec's output goes to: stdout and
+// stderr, with the live sender ctx carries when the host asked, and what to
+// call before the result is sent: the last chunks go out first.
+func liveWriters(ctx context.Context, stdout, stderr io.Writer) (io.Writer, io.Writer, func()) {
 	l, ok := ctx.Value(liveKey{}).(*liveOutput)
 	if !ok {
-		return func() {}
+		return stdout, stderr, func() {}
 	}
 	l.pending = map[string][]byte{}
 	l.sent = map[string]int{}
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
-	cmd.Stdout = io.MultiWriter(cmd.Stdout, liveWriter{l, "stdout"})
-	cmd.Stderr = io.MultiWriter(cmd.Stderr, liveWriter{l, "stderr"})
 	go l.loop()
-	return func() {
+	return io.MultiWriter(stdout, liveWriter{l, "stdout"}), io.MultiWriter(stderr, liveWriter{l, "stderr"}), func() {
 		close(l.stop)
 		<-l.done
 	}

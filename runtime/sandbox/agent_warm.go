@@ -1,0 +1,261 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A warm init (issue 11): the next exec's pid namespace, started between
+// execs. Its init (PID 1, the shell of execInit) has joined a pid slot and
+// forked the subshell that will become the command's `sh -c`; that subshell
+// waits for the command on a pipe. An exec then starts one process (the
+// `sh -c`, as the baseline does) where a cold one starts two shells, makes
+// the namespace and moves the init into its slot. Everything issue 10
+// guarantees still holds: the command is not PID 1 (kill $$ works), the
+// init reaps and its exit ends every process of the exec, the timeout kills
+// the init's group. The namespace is the exec's alone: the init is used once.
+//
+// Only execs in the default folder without extra variables take it (the
+// init was started there with the base environment), so what a command
+// sees (its environment, folder, $$, signals) is what a cold init gives it.
+
+// warmInitScript is execInit waiting for its command: fd 3 is the pipe the
+// agent writes a shell assignment of the command to (and `exec </dev/null`
+// when the exec has no stdin), fd 0 the command's stdin pipe. The subshell
+// writes a byte to fd 4 just before it becomes the command: an init that
+// ends without it never ran the command (its subshell was killed or could
+// not fork), and the exec runs under a cold init instead.
+const warmInitScript = `exec 5>&2 2>/dev/null
+if [ -n "$` + execSlotEnv + `" ]; then echo 0 > "$` + execSlotEnv + `/cgroup.procs"; fi
+unset ` + execSlotEnv + `
+(. /dev/fd/3 && echo >&4 && exec /bin/sh -c "$subako_command" 2>&5 3<&- 4>&- 5>&-)
+exit $?`
+
+// warmInit is one started init waiting for its command.
+type warmInit struct {
+	cmd            *exec.Cmd
+	ctl, stdin     *os.File // the agent's ends of the command and stdin pipes
+	started        *os.File // read end of the pipe the subshell marks its exec on
+	slot           string
+	stdout, stderr switchWriter
+	exited         chan struct{} // closed when the init has ended and been waited for
+	waitErr        error
+	ran            bool // the subshell became the command
+}
+
+// switchWriter forwards to the writer the exec that takes the init sets.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) set(w io.Writer) {
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return len(p), nil
+	}
+	return s.w.Write(p)
+}
+
+// warmPool holds at most one warm init.
+type warmPool struct {
+	mu       sync.Mutex
+	ready    *warmInit
+	starting bool
+	closed   bool
+}
+
+// take hands out the waiting init, if any.
+func (p *warmPool) take() *warmInit {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.ready
+	p.ready = nil
+	return w
+}
+
+// refill starts the next warm init unless one waits or is starting. It is
+// called after an exec's answer went out, so its cost is between execs.
+func (p *warmPool) refill(baseEnv []string) {
+	if !canNewPID() || !hasDevFD() {
+		return
+	}
+	p.mu.Lock()
+	if p.ready != nil || p.starting || p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.starting = true
+	p.mu.Unlock()
+	w, err := startWarmInit(baseEnv)
+	p.mu.Lock()
+	p.starting = false
+	if err == nil && p.closed {
+		p.mu.Unlock()
+		w.discard()
+		return
+	}
+	if err == nil {
+		p.ready = w
+	}
+	p.mu.Unlock()
+}
+
+// close ends the waiting init and starts no more.
+func (p *warmPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	w := p.ready
+	p.ready = nil
+	p.mu.Unlock()
+	if w != nil {
+		w.discard()
+	}
+}
+
+// hasDevFD reports whether /dev/fd, which the warm init reads its command
+// through, is there: without it the cold init serves every exec.
+var hasDevFD = sync.OnceValue(func() bool {
+	_, err := os.Stat("/dev/fd/0")
+	return err == nil
+})
+
+func startWarmInit(baseEnv []string) (*warmInit, error) {
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		return nil, err
+	}
+	startR, startW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	w := &warmInit{ctl: ctlW, stdin: inW, started: startR, exited: make(chan struct{})}
+	cmd := exec.Command("/bin/sh", "-c", warmInitScript, "subako-exec")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWPID}
+	cmd.Dir = DefaultCwd
+	cmd.Env = commandEnv(baseEnv, nil)
+	w.slot = pidSlots.take()
+	cmd.Env = withSlot(cmd.Env, w.slot)
+	cmd.Stdin = inR
+	cmd.ExtraFiles = []*os.File{ctlR, startW}
+	cmd.Stdout, cmd.Stderr = &w.stdout, &w.stderr
+	cmd.WaitDelay = pipeGrace
+	w.cmd = cmd
+	err = startWithoutCaps(cmd)
+	ctlR.Close()
+	inR.Close()
+	startW.Close()
+	if err != nil {
+		ctlW.Close()
+		inW.Close()
+		startR.Close()
+		pidSlots.give(w.slot)
+		return nil, fmt.Errorf("agent: start a warm init: %w", err)
+	}
+	go func() {
+		w.waitErr = cmd.Wait()
+		// Every writer of the start pipe has ended: a byte is there or not.
+		var b [1]byte
+		n, _ := w.started.Read(b[:])
+		w.ran = n == 1
+		w.started.Close()
+		pidSlots.give(w.slot)
+		close(w.exited)
+	}()
+	return w, nil
+}
+
+// discard ends an init no exec will use.
+func (w *warmInit) discard() {
+	w.ctl.Close()
+	w.stdin.Close()
+	w.cmd.Process.Kill()
+	<-w.exited
+}
+
+// errWarmGone says the warm init ended before its command was handed over:
+// the exec runs under a cold init instead.
+var errWarmGone = errors.New("agent: the warm init ended before its command came")
+
+// run hands req (default folder, no extra variables) to the init and
+// waits for it as runCommand does.
+func (w *warmInit) run(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	select {
+	case <-w.exited:
+		w.ctl.Close()
+		w.stdin.Close()
+		return ExecResult{}, errWarmGone
+	default:
+	}
+	var stdout, stderr Output
+	outW, errW, liveDone := liveWriters(ctx, &stdout, &stderr)
+	defer liveDone()
+	w.stdout.set(outW)
+	w.stderr.set(errW)
+
+	var script strings.Builder
+	if req.Stdin == "" {
+		script.WriteString("exec </dev/null\n")
+	}
+	script.WriteString("subako_command=")
+	script.WriteString(shellQuote(req.Command))
+	script.WriteString("\n")
+	started := time.Now()
+	if _, err := io.WriteString(w.ctl, script.String()); err != nil {
+		w.discard()
+		return ExecResult{}, errWarmGone
+	}
+	w.ctl.Close()
+	if req.Stdin == "" {
+		w.stdin.Close()
+	} else {
+		go func() {
+			io.WriteString(w.stdin, req.Stdin)
+			w.stdin.Close()
+		}()
+	}
+	stop := context.AfterFunc(ctx, func() {
+		w.cmd.Process.Kill() // the init, by pidfd: the kernel ends its namespace
+		select {
+		case <-w.exited:
+		default:
+			syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
+	<-w.exited
+	stop()
+	if !w.ran {
+		return ExecResult{}, errWarmGone
+	}
+	return commandResult(ctx, w.cmd, w.waitErr, started, &stdout, &stderr)
+}
+
+// shellQuote is s as one single-quoted shell word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,104 @@
+package local
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/subako/subako/runtime/sandbox"
+)
+
+// An exec that takes the warm init the agent started after the previous
+// exec (issue 11) sees what one under a fresh init sees: the same
+// environment, folder, $$ and parent, descriptors, stdin, and the same
+// signals and exit codes.
+func TestWarmExecSeesWhatAColdOneSees(t *testing.T) {
+	m := start(t, newDriver(t, Config{}), sandbox.Spec{})
+	const probe = `env | sort; echo "pid=$$ ppid=$PPID"; pwd; ls /proc/self/fd | tr '\n' ' '; echo; readlink /proc/self/fd/0; echo "stdin=$(cat)"
+for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'subako_[c]ommand' >&2`
+	probeRun := func() (string, bool) {
+		res, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: probe, TimeoutSecs: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != 0 && res.ExitCode != 1 {
+			t.Fatalf("probe: %+v", res)
+		}
+		return res.Stdout, strings.TrimSpace(res.Stderr) == "1" // its own init is a warm one
+	}
+	cold, warm := probeRun()
+	if warm {
+		t.Fatal("the first exec of a machine ran under a warm init")
+	}
+	var got string
+	for i := 0; i < 50 && !warm; i++ {
+		time.Sleep(100 * time.Millisecond)
+		got, warm = probeRun()
+	}
+	if !warm {
+		t.Fatal("no exec took a warm init")
+	}
+	if got != cold {
+		t.Errorf("a warm exec sees\n%s\na cold one\n%s", got, cold)
+	}
+
+	// Signals, exit codes, stdin, a timeout and background processes, taken
+	// by warm inits (each exec after the first finds one, given the time).
+	cases := []struct {
+		req  sandbox.ExecRequest
+		want func(sandbox.ExecResult) bool
+	}{
+		{sandbox.ExecRequest{Command: "kill $$; echo not killed"}, func(r sandbox.ExecResult) bool { return r.ExitCode == 143 && r.Stdout == "" }},
+		{sandbox.ExecRequest{Command: "exit 7"}, func(r sandbox.ExecResult) bool { return r.ExitCode == 7 }},
+		{sandbox.ExecRequest{Command: "echo out; echo err >&2"}, func(r sandbox.ExecResult) bool { return r.Stdout == "out\n" && r.Stderr == "err\n" }},
+		{sandbox.ExecRequest{Command: "tr a-z A-Z", Stdin: "it's 'quoted'\n"}, func(r sandbox.ExecResult) bool { return r.Stdout == "IT'S 'QUOTED'\n" }},
+		{sandbox.ExecRequest{Command: "printf '%s\\n' \"it's\" '$HOME' \"a\nb\""}, func(r sandbox.ExecResult) bool { return r.Stdout == "it's\n$HOME\na\nb\n" }},
+		{sandbox.ExecRequest{Command: "sleep 30", TimeoutSecs: 1}, func(r sandbox.ExecResult) bool { return r.TimedOut && r.ExitCode == sandbox.TimeoutExitCode }},
+		{sandbox.ExecRequest{Command: "(sleep 300 &); setsid sleep 301 & echo started"}, func(r sandbox.ExecResult) bool { return r.Stdout == "started\n" }},
+	}
+	for _, c := range cases {
+		time.Sleep(200 * time.Millisecond) // the next warm init starts after the answer
+		res, err := m.Exec(context.Background(), c.req)
+		if err != nil {
+			t.Fatalf("%q: %v", c.req.Command, err)
+		}
+		if !c.want(res) {
+			t.Errorf("%q: %+v", c.req.Command, res)
+		}
+	}
+	if ps := sandboxCommands(t, m); strings.Contains(ps, "sleep 30") {
+		t.Errorf("an exec's processes outlived it:\n%s", ps)
+	}
+
+	// A waiting init whose subshell, or itself, was killed is not used: the
+	// exec runs its command once, under a cold init.
+	for _, which := range []string{"subshell", "init"} {
+		var pids []int
+		waitFor(t, func() bool {
+			pids = pids[:0]
+			for _, pid := range descendants(m.HostPID()) {
+				if strings.Contains(cmdline(pid), "subako_command") {
+					pids = append(pids, pid)
+				}
+			}
+			return len(pids) == 2
+		})
+		victim := pids[1] // the subshell: the init's child, listed after it
+		if which == "init" {
+			victim = pids[0]
+		}
+		if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		res, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: "echo ran >> /tmp/runs; cat /tmp/runs | wc -l"})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("after the warm %s was killed: %+v %v", which, res, err)
+		}
+		if want := map[string]string{"subshell": "1\n", "init": "2\n"}[which]; res.Stdout != want {
+			t.Errorf("after the warm %s was killed the command ran %q times, want %q", which, res.Stdout, want)
+		}
+	}
+}
