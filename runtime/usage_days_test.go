@@ -30,6 +30,7 @@ var usagePeriods = []UsageFilter{
 	{From: "2026-11-02T12:00:00Z", Agent: "agt_b"},
 	{Agent: "agt_a", To: "2026-11-09T09:09:09Z"},
 	{From: "2026-12-01"},
+	{From: "2026-11-05T10:00:00Z", To: "2026-11-05T09:00:00Z"},
 }
 
 // checkUsageRollup compares what UsageGet answers (whole days from the

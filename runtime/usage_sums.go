@@ -167,22 +167,47 @@ func (r *Runtime) usageSums(ctx context.Context, q *gorm.DB, rolled bool, agent 
 		sums = append(sums, part...)
 	}
 	day := func(s string) time.Time { t, _ := time.Parse(dayLayout, s); return t }
+	// The records' parts carry the period's bounds themselves, each range
+	// of started_at with one lower and one upper bound: given q's bounds as
+	// well, SQLite may seek on q's wider ones and read the whole period.
+	base := r.db.WithContext(ctx).Model(&models.UsageRecord{})
+	if agent != "" {
+		base = base.Where("agent_id = ?", agent)
+	}
+	if from != nil {
+		base = base.Where("ended_at >= ?", *from)
+	}
+	between := func(lo time.Time, hi *time.Time) *gorm.DB {
+		q := base.Session(&gorm.Session{}).Where("started_at >= ?", lo)
+		if hi != nil {
+			q = q.Where("started_at < ?", *hi)
+		}
+		return q
+	}
 	var parts []*gorm.DB
 	switch {
 	case !whole:
 		// Less than a whole day between from and to: their records.
-		parts = append(parts, q.Session(&gorm.Session{}).Where("started_at >= ?", from.Add(-24*time.Hour)))
+		parts = append(parts, between(from.Add(-24*time.Hour), to))
 	default:
 		if from != nil {
-			parts = append(parts, q.Session(&gorm.Session{}).Where("started_at >= ? AND started_at < ?", from.Add(-24*time.Hour), day(lo)))
+			end := day(lo)
+			if to != nil && to.Before(end) {
+				end = *to
+			}
+			parts = append(parts, between(from.Add(-24*time.Hour), &end))
 		}
 		if to != nil {
-			parts = append(parts, q.Session(&gorm.Session{}).Where("started_at >= ?", day(hi)))
+			parts = append(parts, between(day(hi), to))
 		}
 	}
 	if from != nil {
-		parts = append(parts, q.Session(&gorm.Session{}).Where("started_at < ? AND id IN (SELECT record_id FROM usage_long WHERE ended_at >= ?)",
-			from.Add(-24*time.Hour), *from))
+		end := from.Add(-24 * time.Hour)
+		if to != nil && to.Before(end) {
+			end = *to
+		}
+		parts = append(parts, base.Session(&gorm.Session{}).Where("started_at < ? AND id IN (SELECT record_id FROM usage_long WHERE ended_at >= ?)",
+			end, *from))
 	}
 	for _, p := range parts {
 		if err := add(p); err != nil {
