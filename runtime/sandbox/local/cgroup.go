@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/subako/subako/runtime/sandbox"
 )
 
@@ -21,7 +23,12 @@ var errCgroupsUnavailable = errors.New("cgroups not writable")
 // cgroups are one machine's cgroup folders: one per controller on v1
 // (memory, pids, cpu under <root>/<controller>/subako/<id>), one on v2
 // (<root>/subako/<id>). A nil *cgroups means "no limits" and is safe to use.
-type cgroups struct{ dirs []string }
+type cgroups struct {
+	dirs []string
+	// oomFile is the file counting the machine's OOM kills (v1
+	// memory.oom_control, v2 memory.events), or "" without a memory limit.
+	oomFile string
+}
 
 type limitFile struct{ controller, file, value string }
 
@@ -47,24 +54,93 @@ func newCgroups(root, id string, lim sandbox.Limits) (*cgroups, error) {
 		if v2 {
 			dir = filepath.Join(root, "subako", id)
 		}
-		// Only ever create folders inside a mounted cgroup hierarchy.
-		if _, err := os.Stat(filepath.Join(root, f.controller, "cgroup.procs")); err != nil {
-			cg.remove()
-			return nil, fmt.Errorf("%w: no %q controller at %s", errCgroupsUnavailable, f.controller, root)
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			cg.remove()
-			return nil, unavailable(err)
-		}
 		if !containsDir(cg.dirs, dir) {
+			// Only ever create folders inside a mounted cgroup hierarchy.
+			if _, err := os.Stat(filepath.Join(root, f.controller, "cgroup.procs")); err != nil {
+				cg.remove()
+				return nil, fmt.Errorf("%w: no %q controller at %s", errCgroupsUnavailable, f.controller, root)
+			}
+			if err := mkdirCgroup(dir); err != nil {
+				cg.remove()
+				return nil, unavailable(err)
+			}
 			cg.dirs = append(cg.dirs, dir)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f.file), []byte(f.value), 0); err != nil {
+		switch f.file {
+		case "memory.limit_in_bytes":
+			cg.oomFile = filepath.Join(dir, "memory.oom_control")
+		case "memory.max":
+			cg.oomFile = filepath.Join(dir, "memory.events")
+		}
+		if err := writeCgroupFile(filepath.Join(dir, f.file), f.value); err != nil {
 			cg.remove()
 			return nil, fmt.Errorf("local: cgroup %s: write %s=%s: %w", dir, f.file, f.value, err)
 		}
 	}
 	return cg, nil
+}
+
+// mkdirCgroup makes a machine's cgroup folder, and its parent (subako) the
+// first time; one that exists is reused, as MkdirAll would.
+func mkdirCgroup(dir string) error {
+	err := os.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrNotExist) {
+		return os.MkdirAll(dir, 0o755)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	return err
+}
+
+// writeCgroupFile writes one cgroup control file with plain system calls:
+// os.WriteFile also registers the file with the runtime's poller (cgroup
+// files are pollable) and removes it again, more than doubling the calls of
+// the dozen writes a start makes.
+func writeCgroupFile(path, value string) error {
+	fd, err := ignoringEINTR(func() (int, error) {
+		return unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	if _, err := ignoringEINTR(func() (int, error) { return unix.Write(fd, []byte(value)) }); err != nil {
+		return &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
+}
+
+// readCgroupFile reads a small cgroup file, as writeCgroupFile writes one.
+func readCgroupFile(path string) ([]byte, error) {
+	fd, err := ignoringEINTR(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0) })
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 0, 512)
+	for {
+		n, err := ignoringEINTR(func() (int, error) { return unix.Read(fd, buf[len(buf):cap(buf)]) })
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}
+
+func ignoringEINTR(f func() (int, error)) (int, error) {
+	for {
+		n, err := f()
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
 }
 
 func limitFiles(root string, lim sandbox.Limits, v2 bool) []limitFile {
@@ -134,7 +210,7 @@ func (c *cgroups) add(pid int) error {
 		return nil
 	}
 	for _, dir := range c.dirs {
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		if err := writeCgroupFile(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
 			return fmt.Errorf("local: cgroup %s: add pid %d: %w", dir, pid, err)
 		}
 	}
@@ -162,13 +238,25 @@ func (c *cgroups) remove() error {
 // removeCgroupTree removes dir and the cgroups below it (a machine's exec
 // slots), deepest first.
 func removeCgroupTree(dir string) error {
+	// At a machine's stop every process is gone: the folder and its exec
+	// slots, by name, go without listing them (a listing of a memory cgroup
+	// reads some thirty entries).
+	err := syscall.Rmdir(dir)
+	if errors.Is(err, syscall.EBUSY) {
+		for i := range execSlots {
+			syscall.Rmdir(filepath.Join(dir, "e"+strconv.Itoa(i)))
+		}
+		err = syscall.Rmdir(dir)
+	}
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if e.IsDir() {
 			removeCgroupTree(filepath.Join(dir, e.Name()))
 		}
 	}
-	var err error
 	for try := 0; try < 50; try++ {
 		err = syscall.Rmdir(dir)
 		if err == nil || errors.Is(err, fs.ErrNotExist) {

@@ -49,7 +49,7 @@ func makeExecSlots(dir string, pids int64, uid, gid int) error {
 		if err := os.Mkdir(slot, 0o755); err != nil && !os.IsExist(err) {
 			return fmt.Errorf("local: exec pid slot %s: %w", slot, err)
 		}
-		if err := os.WriteFile(filepath.Join(slot, "pids.max"), []byte(strconv.FormatInt(pids, 10)), 0); err != nil {
+		if err := writeCgroupFile(filepath.Join(slot, "pids.max"), strconv.FormatInt(pids, 10)); err != nil {
 			return fmt.Errorf("local: exec pid slot %s: %w", slot, err)
 		}
 		for _, f := range []string{"cgroup.procs", "tasks"} {
@@ -59,7 +59,7 @@ func makeExecSlots(dir string, pids int64, uid, gid int) error {
 		}
 	}
 	total := strconv.FormatInt(execSlots*pids+machineReservePids, 10)
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(total), 0); err != nil {
+	if err := writeCgroupFile(filepath.Join(dir, "pids.max"), total); err != nil {
 		return fmt.Errorf("local: machine pid limit %s: %w", dir, err)
 	}
 	return nil

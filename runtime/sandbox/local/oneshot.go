@@ -429,19 +429,20 @@ func (c *cgroups) oomKills() int {
 	if c == nil {
 		return 0
 	}
+	// Only the memory controller's folder counts them; without a memory
+	// limit there is none.
+	if c.oomFile == "" {
+		return 0
+	}
+	b, err := readCgroupFile(c.oomFile)
+	if err != nil {
+		return 0
+	}
 	n := 0
-	for _, dir := range c.dirs {
-		for _, name := range []string{"memory.oom_control", "memory.events"} {
-			b, err := os.ReadFile(filepath.Join(dir, name))
-			if err != nil {
-				continue
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-					k, _ := strconv.Atoi(strings.TrimSpace(v))
-					n += k
-				}
-			}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			k, _ := strconv.Atoi(strings.TrimSpace(v))
+			n += k
 		}
 	}
 	return n
