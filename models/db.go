@@ -4,6 +4,8 @@
 package models
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -32,6 +36,42 @@ type DB struct {
 	// migrations: a migration file holds several statements, which neither
 	// SQLite nor PostgreSQL can prepare as one.
 	plain *gorm.DB
+	// noFlushWait is, on PostgreSQL, the same database (and the same gorm
+	// callbacks) over a second pool whose connections commit with
+	// synchronous_commit off (NoFlushWait).
+	noFlushWait    *gorm.DB
+	noFlushWaitSQL *sql.DB
+}
+
+// NoFlushWait is the database for writes whose commit need not wait for
+// PostgreSQL's log to reach the disk (synchronous_commit off on its
+// connections): the commit is in the database, seen by every reader and
+// kept through a crash of Subako, but a crash of PostgreSQL itself may lose
+// it until the log is flushed (runtime/pgflush.go makes it durable). On
+// SQLite it is the database itself (no commit waits for a flush there).
+func (d *DB) NoFlushWait() *gorm.DB {
+	if d.noFlushWait != nil {
+		return d.noFlushWait
+	}
+	return d.DB
+}
+
+// withNoFlushWait adds NoFlushWait's pool for the PostgreSQL database at url.
+func (d *DB) withNoFlushWait(url string) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("models: postgres url: %w", err)
+	}
+	cfg.RuntimeParams["synchronous_commit"] = "off"
+	sqlDB := stdlib.OpenDB(*cfg)
+	sqlDB.SetMaxIdleConns(pgIdleConns)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	// A Context makes Session copy the Statement: without it the new handle
+	// shares d.DB's, and setting its pool would move d.DB to this one too.
+	s := d.DB.Session(&gorm.Session{NewDB: true, Context: context.Background()})
+	s.Statement.ConnPool = commitPool{sqlDB}
+	d.noFlushWait, d.noFlushWaitSQL = s, sqlDB
+	return nil
 }
 
 // Statements are prepared once per connection and kept, so a call's queries
@@ -94,7 +134,12 @@ func Open(dataDir, url string) (*DB, error) {
 		// it on every burst.
 		sqlDB.SetMaxIdleConns(pgIdleConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		return prepared(db, Postgres), nil
+		d := prepared(db, Postgres)
+		if err := d.withNoFlushWait(url); err != nil {
+			_ = sqlDB.Close()
+			return nil, err
+		}
+		return d, nil
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("models: create data folder: %w", err)
@@ -125,6 +170,9 @@ func (d *DB) Close() error {
 	sqlDB, err := d.DB.DB()
 	if err != nil {
 		return err
+	}
+	if d.noFlushWaitSQL != nil {
+		_ = d.noFlushWaitSQL.Close()
 	}
 	return sqlDB.Close()
 }

@@ -18,29 +18,32 @@ import (
 // "What a call's record survives").
 //
 // On PostgreSQL the opening record (the call, running, and its
-// ToolCall.create Action, one transaction) commits with synchronous_commit
+// ToolCall.create Action, one statement) commits with synchronous_commit
 // off: the commit is in the database, seen by every reader, and survives a
-// kill -9 of Subako, but the transaction does not wait for its log to reach
-// the disk. The finishing write (the result) commits synchronously; the log
-// is one sequence, so its flush makes the opening record durable too, and
-// the caller is answered only after it. One flush per call, after the tool,
-// instead of one before it (and on PostgreSQL's group commit, concurrent
-// calls share flushes).
+// kill -9 of Subako, but does not wait for its log to reach the disk. While
+// the tool runs, a flusher makes it durable (pgflush.go: one tiny
+// synchronous transaction whose flush covers every commit before it, shared
+// by the calls that ask meanwhile). The caller is answered only once both
+// the tool and that flush are done; the result then commits with
+// synchronous_commit off too. So each call waits for a flush only as long
+// as it outlasts the tool.
 //
 // What a crash of PostgreSQL itself (not of Subako) can lose: the opening
-// record of a call still running, if it had not been flushed yet (the WAL
-// writer flushes every wal_writer_delay, 200 ms by default). The tool still
-// runs; its finishing write then fails, and Subako writes the whole record
-// again (the call as finished, and its Action) once the database answers
-// (finishStarted). Only if Subako stops too before that (the machine
-// crashed, say) is the record of such a call lost, and then also the
-// caller was never answered. A call whose caller was answered is durable.
+// record of a call still running, if its flush had not completed; the
+// flush then fails, and Subako writes the whole record (the call as
+// finished, and its Action) again, synchronously, once the database answers
+// (finishStarted); only then is the caller answered. And the result of a
+// call whose caller was answered, if PostgreSQL crashed before the WAL
+// writer flushed it (within about 3 × wal_writer_delay, 600 ms by
+// default): the opening record is durable, so the call is then found
+// running and recorded interrupted (outcome unknown) like any call running
+// when its replica went away. A call whose caller was answered is always
+// recorded, with its Action.
 //
 // On SQLite (WAL, synchronous NORMAL) no commit waits for a flush; the
 // database file survives a kill -9 of Subako with every commit, and an
 // operating-system crash or power loss can lose the last commits before a
 // checkpoint, as it can any other write.
-const openingCommit = "SET LOCAL synchronous_commit TO OFF"
 
 // writeFinish writes a call's result, if the call is still in status from,
 // synchronously (on SQLite in the hot path's group commit, sqlitebatch.go).
@@ -81,7 +84,22 @@ func (r *Runtime) finishStarted(ctx context.Context, call models.ToolCall, h *ca
 		return final
 	}
 	upd := r.finishUpdate(call, out, err)
-	final, rows, werr := r.writeFinish(ctx, call, CallRunning, upd)
+	var final *models.ToolCall
+	var rows int64
+	var werr error
+	if t := openingFlush(call.ID); t != nil {
+		// PostgreSQL: the opening record was flushed while the tool ran
+		// (pgflush.go); the result then commits without waiting for a
+		// flush, and is made durable after the caller is answered.
+		if werr = t.wait(); werr == nil {
+			final, rows, werr = r.writeFinishAsync(ctx, call, CallRunning, upd)
+			if werr == nil && rows == 1 {
+				go r.keepResult(*final, h.opened)
+			}
+		}
+	} else {
+		final, rows, werr = r.writeFinish(ctx, call, CallRunning, upd)
+	}
 	if werr == nil {
 		if rows != 1 {
 			return nil

@@ -241,17 +241,7 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		rec = r.actionRecord(p, "ToolCall.create", a, VerdictRefused, policyRefusal(source))
 	}
 	rec.PolicyRule = call.PolicyRule
-	// On SQLite, one transaction with other callers' writes queued meanwhile
-	// (sqlitebatch.go).
-	err = r.hotWrite(ctx, true, func(tx *gorm.DB) error {
-		if call.Status == CallRunning && r.db.Dialect == models.Postgres {
-			// The opening record of a call that runs at once commits
-			// without waiting for the log's flush; its finishing write
-			// waits for it and so makes both durable (openingCommit).
-			if err := tx.Exec(openingCommit).Error; err != nil {
-				return err
-			}
-		}
+	record := func(tx *gorm.DB) error {
 		if err := tx.Create(&call).Error; err != nil {
 			return err
 		}
@@ -267,11 +257,28 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 			return err
 		}
 		return r.enqueueNotices(tx, ap, call, s)
-	})
+	}
+	switch {
+	case r.db.Dialect != models.Postgres || policy == tools.PolicyAsk:
+		// On SQLite, one transaction with other callers' writes queued
+		// meanwhile (sqlitebatch.go).
+		err = r.hotWrite(ctx, true, record)
+	case call.Status == CallRunning:
+		// PostgreSQL: one statement, committed without waiting for the
+		// log's flush; the flush runs while the tool does (pgflush.go).
+		err = r.writeCallAndAction(ctx, r.db.NoFlushWait(), &call, &rec)
+	default:
+		// PostgreSQL, a call finished already (a skill's read, a refusal):
+		// one statement, committed synchronously.
+		err = r.writeCallAndAction(ctx, r.db.DB, &call, &rec)
+	}
 	if err != nil {
 		return call, nil, fmt.Errorf("runtime: record call: %w", err)
 	}
 	a.recorded = true
+	if call.Status == CallRunning && r.db.Dialect == models.Postgres {
+		r.startOpeningFlush(call.ID) // durable while the tool runs (pgflush.go)
+	}
 	attachProgress(ctx, call.ID) // callprogress.go
 	r.publish(Event{Kind: "call", ID: call.ID, SessionID: s.ID, State: call.Status})
 	if policy == tools.PolicyAsk {

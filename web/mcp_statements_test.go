@@ -22,7 +22,7 @@ type sqlLog struct {
 func (l *sqlLog) hook(tx *gorm.DB) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.on && tx.Statement != nil {
+	if l.on && tx.Statement != nil && !tx.DryRun { // a dry run builds a statement and runs nothing
 		l.sqls = append(l.sqls, tx.Statement.SQL.String())
 	}
 }
@@ -40,7 +40,10 @@ func (l *sqlLog) during(f func()) []string {
 }
 
 // maxEchoStatements: see TestMCPEndpointAddsNoStatementsToACall.
-const maxEchoStatements = 3
+const (
+	maxEchoStatements   = 3
+	maxEchoStatementsPG = 2
+)
 
 // The MCP endpoint adds no statement to a call: once warm, an echo through a
 // session's endpoint (its token checked, the session reached, the call made
@@ -50,9 +53,11 @@ const maxEchoStatements = 3
 //
 // And the number is fixed: a warm allowed echo with its credential attached
 // runs at most maxEchoStatements statements (BEGIN and COMMIT not counted):
-// the call and its ToolCall.create Action (one transaction) and its result;
-// PostgreSQL adds SET LOCAL synchronous_commit to the first transaction.
-// docs/benchmarks.md states the same numbers.
+// the call and its ToolCall.create Action (one transaction) and its result.
+// On PostgreSQL the call and its Action are one statement, so 2 in all (the
+// flush of the opening record runs outside gorm, shared by the calls that
+// ask meanwhile: runtime/pgflush.go). docs/benchmarks.md states the same
+// numbers.
 func TestMCPEndpointAddsNoStatementsToACall(t *testing.T) {
 	w := newWorld(t, everythingConfig)
 	s := w.session(w.vault)
@@ -104,7 +109,7 @@ func TestMCPEndpointAddsNoStatementsToACall(t *testing.T) {
 	mcpSQL, directSQL := fewest(overMCP), fewest(inProcess)
 	limit := maxEchoStatements
 	if w.rt.DB().Dialect == models.Postgres {
-		limit++ // SET LOCAL synchronous_commit in the opening record's transaction
+		limit = maxEchoStatementsPG
 	}
 	if len(mcpSQL) > limit {
 		t.Errorf("an echo over the MCP endpoint ran %d statements, more than the %d stated in docs/benchmarks.md:\n  %s",
