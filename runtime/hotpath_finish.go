@@ -35,10 +35,11 @@ import (
 // (finishStarted); only then is the caller answered. And the result of a
 // call whose caller was answered, if PostgreSQL crashed before the WAL
 // writer flushed it (within about 3 × wal_writer_delay, 600 ms by
-// default): the opening record is durable, so the call is then found
-// running and recorded interrupted (outcome unknown) like any call running
-// when its replica went away. A call whose caller was answered is always
-// recorded, with its Action.
+// default): Subako, still running, writes the whole record again once the
+// database answers (keepResult, pgflush.go); if Subako stopped too, the
+// opening record is durable, so the next start finds the call running and
+// records it interrupted (outcome unknown). A call whose caller was
+// answered is always recorded, with its Action.
 //
 // On SQLite (WAL, synchronous NORMAL) no commit waits for a flush; the
 // database file survives a kill -9 of Subako with every commit, and an
