@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -54,6 +55,33 @@ type sqliteWrite struct {
 	lead  chan struct{} // closed: this caller writes the next batch
 	done  chan struct{} // closed: err is this write's outcome
 	err   error
+	// panicked is what fn panicked with, run by whichever caller wrote the
+	// batch: the batch is rolled back, the others are written without it,
+	// and the panic is raised again in this write's own caller (hotWrite).
+	panicked any
+}
+
+// errWritePanicked fails a batch one of whose writes panicked.
+var errWritePanicked = errors.New("runtime: a hot-path write panicked")
+
+// call runs fn, a panic of it turned into errWritePanicked (kept in
+// w.panicked): it must not unwind through another caller's goroutine, with
+// the writer's lock held and the batch's callers unanswered.
+func (w *sqliteWrite) call(tx *gorm.DB) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.panicked, err = p, errWritePanicked
+		}
+	}()
+	return w.fn(tx)
+}
+
+// outcome is what hotWrite returns to w's caller, or raises.
+func (w *sqliteWrite) outcome() error {
+	if w.panicked != nil {
+		panic(w.panicked)
+	}
+	return w.err
 }
 
 // hotWrite runs a hot-path write: on SQLite through the group commit, on
@@ -75,7 +103,7 @@ func (r *Runtime) hotWrite(ctx context.Context, ownTx bool, fn func(tx *gorm.DB)
 		select {
 		case <-w.done:
 			b.stats.queued.Add(-1)
-			return w.err
+			return w.outcome()
 		case <-w.lead:
 			b.stats.queued.Add(-1)
 		}
@@ -100,7 +128,7 @@ func (r *Runtime) hotWrite(ctx context.Context, ownTx bool, fn func(tx *gorm.DB)
 		b.leading = false
 	}
 	b.mu.Unlock()
-	return w.err
+	return w.outcome()
 }
 
 // runSQLiteBatch runs the writes, one transaction for all of them, and
@@ -143,7 +171,7 @@ func (r *Runtime) runSQLiteBatch(batch []*sqliteWrite) {
 	// cancellation: another caller's write must not fail with it.
 	err := r.db.WithContext(context.WithoutCancel(live[0].ctx)).Transaction(func(tx *gorm.DB) error {
 		for _, w := range live {
-			if err := w.fn(tx); err != nil {
+			if err := w.call(tx); err != nil {
 				return err
 			}
 		}
@@ -155,13 +183,17 @@ func (r *Runtime) runSQLiteBatch(batch []*sqliteWrite) {
 	// Rolled back whole: each write again alone, with its own outcome.
 	st.retried.Add(1)
 	for _, w := range live {
+		if w.panicked != nil {
+			w.err = errWritePanicked // not run again: its caller gets its panic
+			continue
+		}
 		w.err = w.runAlone(r.db)
 	}
 }
 
 func (w *sqliteWrite) runAlone(db *models.DB) error {
 	if w.ownTx {
-		return db.WithContext(w.ctx).Transaction(w.fn)
+		return db.WithContext(w.ctx).Transaction(w.call)
 	}
-	return w.fn(db.WithContext(w.ctx))
+	return w.call(db.WithContext(w.ctx))
 }
