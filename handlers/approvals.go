@@ -333,7 +333,11 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 }
 
 func (h *Handlers) pushQueue(c echo.Context, out *sseStream, sent *queueLive, p runtime.Principal, f runtime.QueueFilter) error {
-	q, err := h.RT.ApprovalQueue(ctx(c), p, f)
+	// The update goes out first; the re-read's Action is written after it.
+	cx, record := h.RT.DeferActions(ctx(c))
+	defer record()
+	f.NoChoices = true // the stream sends cards and the count, not the filters
+	q, err := h.RT.ApprovalQueue(cx, p, f)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -106,6 +107,12 @@ func (r *Runtime) actionRecord(p Principal, verb string, a *act, verdict, reason
 func (r *Runtime) record(ctx context.Context, p Principal, verb string, a *act, verdict, reason string) {
 	r.versionOf(ctx, p, a)
 	rec := r.actionRecord(p, verb, a, verdict, reason)
+	if d, ok := ctx.Value(deferredKey{}).(*deferredActions); ok {
+		d.mu.Lock()
+		d.recs = append(d.recs, rec)
+		d.mu.Unlock()
+		return
+	}
 	// The record is written outside the verb's transaction on purpose: a refusal
 	// or a failure rolls the verb back but must still be on the audit log.
 	if err := r.db.WithContext(context.WithoutCancel(ctx)).Create(&rec).Error; err != nil {
@@ -185,4 +192,33 @@ func actionView(rec models.Action) ActionView {
 		v.Targets = strings.Fields(rec.Targets)
 	}
 	return v
+}
+
+type deferredKey struct{}
+
+// deferredActions are the Actions of verbs run under DeferActions, until
+// written.
+type deferredActions struct {
+	mu   sync.Mutex
+	recs []models.Action
+}
+
+// DeferActions returns a context under which the Actions of the verbs run
+// are kept, each with its time, until write records them: for a live page,
+// whose update (a re-read under the viewer's access) reaches the viewer
+// before its Action is written rather than after. The caller must call
+// write, whatever happens.
+func (r *Runtime) DeferActions(ctx context.Context) (context.Context, func()) {
+	d := &deferredActions{}
+	return context.WithValue(ctx, deferredKey{}, d), func() {
+		d.mu.Lock()
+		recs := d.recs
+		d.recs = nil
+		d.mu.Unlock()
+		for i := range recs {
+			if err := r.db.WithContext(context.WithoutCancel(ctx)).Create(&recs[i]).Error; err != nil {
+				r.opts.Log.Error("runtime: record action", "verb", recs[i].Verb, "err", err)
+			}
+		}
+	}
 }

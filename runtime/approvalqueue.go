@@ -69,6 +69,9 @@ type QueueFilter struct {
 	Limit    int    `query:"limit" json:"limit"`
 	// Cursor continues the list after a page (lists.go).
 	Cursor string `query:"cursor" json:"cursor"`
+	// NoChoices leaves out the values the filters offer (Queue.Agents …):
+	// the Approvals page's live updates do not show them. Not a parameter.
+	NoChoices bool `query:"-" json:"-"`
 }
 
 // QueueChoice is one value a queue filter can take, with what a person reads.
@@ -146,7 +149,7 @@ func (r *Runtime) ApprovalQueue(ctx context.Context, p Principal, f QueueFilter)
 		for _, row := range rows {
 			out.Items = append(out.Items, row.item(now))
 		}
-		if f.State == ApprovalPending {
+		if f.State == ApprovalPending && !f.NoChoices {
 			if err := r.queueChoices(ctx, now, scope, &out); err != nil {
 				return fmt.Errorf("runtime: approval queue choices: %w", err)
 			}

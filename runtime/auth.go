@@ -263,13 +263,15 @@ func (r *Runtime) AuthenticateSession(ctx context.Context, id string) (Principal
 	if id == "" {
 		return Anonymous, ErrUnauthenticated
 	}
-	var ws models.WebSession
-	if err := r.db.WithContext(ctx).First(&ws, "id = ?", hashSecret(id)).Error; err != nil || !r.now().Before(ws.ExpiresAt) {
+	// One statement: every page and every live page's update reads it.
+	var row struct {
+		ID, Email, Access, TenantID string
+		ExpiresAt                   time.Time
+	}
+	err := r.db.WithContext(ctx).Raw(`SELECT u.id, u.email, u.access, u.tenant_id, w.expires_at
+FROM web_sessions w JOIN users u ON u.id = w.user_id WHERE w.id = ?`, hashSecret(id)).Scan(&row).Error
+	if err != nil || row.ID == "" || !r.now().Before(row.ExpiresAt) {
 		return Anonymous, ErrUnauthenticated
 	}
-	var u models.User
-	if err := r.db.WithContext(ctx).First(&u, "id = ?", ws.UserID).Error; err != nil {
-		return Anonymous, ErrUnauthenticated
-	}
-	return r.principalFor(ctx, u, ""), nil
+	return r.principalFor(ctx, models.User{ID: row.ID, Email: row.Email, Access: row.Access, TenantID: row.TenantID}, ""), nil
 }
