@@ -6,67 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/subako/subako/runtime/objstore/s3test"
 	"github.com/subako/subako/runtime/sandbox"
 )
-
-// keptStore is one replica's view of the shared records as the server's
-// sandboxes table keeps them: a running record names its replica, and a
-// suspended one whose folder was kept for a store that was down names the
-// replica keeping it (sandbox.KeptOn).
-type keptStore struct {
-	*sandbox.MemStore
-	me string
-}
-
-func (s keptStore) Put(ctx context.Context, rec sandbox.Record) error {
-	kept := sandbox.KeptOn(rec)
-	rec.Owner = kept
-	if rec.State == sandbox.StateRunning {
-		rec.Owner = s.me
-	}
-	return s.MemStore.Put(ctx, rec)
-}
-
-// keptOwnership claims as the server's Claim does: a sandbox kept on a
-// live replica is that replica's (OwnedError: forwarded to it), one kept
-// on a dead replica is refused (KeptError), never taken.
-type keptOwnership struct {
-	store keptStore
-	mu    *sync.Mutex
-	dead  map[string]bool
-}
-
-func (o keptOwnership) Replica() string { return o.store.me }
-
-func (o keptOwnership) Claim(ctx context.Context, id string) (sandbox.Record, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	rec, err := o.store.Get(ctx, id)
-	if err != nil {
-		return rec, err
-	}
-	if kept := sandbox.KeptOn(rec); kept != "" && kept != o.store.me {
-		if o.dead[kept] {
-			return sandbox.Record{}, &sandbox.KeptError{ID: id, Replica: kept, SuspendedAt: rec.SuspendedAt, ArchiveAt: rec.ArchiveAt}
-		}
-		return sandbox.Record{}, &sandbox.OwnedError{ID: id, Replica: kept}
-	}
-	if rec.Owner != "" && rec.Owner != o.store.me && !o.dead[rec.Owner] && rec.State == sandbox.StateRunning {
-		return rec, &sandbox.OwnedError{ID: id, Replica: rec.Owner}
-	}
-	return rec, nil
-}
-
-func (o keptOwnership) Recoverable(context.Context, sandbox.Record, bool) bool { return true }
-
-func (o keptOwnership) Holds(ctx context.Context, id string) (bool, error) {
-	rec, err := o.store.Get(ctx, id)
-	return err == nil && rec.State == sandbox.StateRunning && rec.Owner == o.store.me, err
-}
 
 // TestKeptWorkspaceIsNeverLostToAnotherReplica: the store is down when
 // replica a suspends a sandbox, so its newest /workspace is a folder kept
@@ -78,23 +22,9 @@ func (o keptOwnership) Holds(ctx context.Context, id string) (bool, error) {
 func TestKeptWorkspaceIsNeverLostToAnotherReplica(t *testing.T) {
 	srv := s3test.Start(t)
 	e := newEnv(t, nil)
-	e.mgr.Close(context.Background())
-	var mu sync.Mutex
-	dead := map[string]bool{}
-	replica := func(name string) *sandbox.Manager {
-		cfg := e.cfg
-		st := keptStore{MemStore: e.store, me: name}
-		cfg.Store, cfg.Owner = st, keptOwnership{store: st, mu: &mu, dead: dead}
-		cfg.Archives = srv.Store(t, "kept")
-		cfg.Dir = filepath.Join(filepath.Dir(e.cfg.Dir), "machines-"+name)
-		m, err := sandbox.NewManager(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close(context.Background()) })
-		return m
-	}
-	a, b := replica("a"), replica("b")
+	replicas := e.replicas()
+	replicas.archives = srv.Store(t, "kept")
+	a, b := replicas.start(t, "a"), replicas.start(t, "b")
 	ctx := context.Background()
 	tick := func(m *sandbox.Manager) {
 		t.Helper()
@@ -130,9 +60,7 @@ func TestKeptWorkspaceIsNeverLostToAnotherReplica(t *testing.T) {
 		t.Fatalf("an exec on b while a keeps the newest folder: %v; want it to name replica a", err)
 	}
 	// a is down: b says where the newest work is, restores nothing.
-	mu.Lock()
-	dead["a"] = true
-	mu.Unlock()
+	replicas.down("a", true)
 	res, err := execOn(t, b, "cat notes.txt")
 	var keptErr *sandbox.KeptError
 	if !errors.As(err, &keptErr) || !strings.Contains(err.Error(), "replica a, which is down") {
@@ -149,9 +77,7 @@ func TestKeptWorkspaceIsNeverLostToAnotherReplica(t *testing.T) {
 	}
 
 	// The store answers again: a archives the folder, b restores it.
-	mu.Lock()
-	dead["a"] = false
-	mu.Unlock()
+	replicas.down("a", false)
 	srv.Restart(t)
 	tick(a)
 	if rec := e.rec(); rec.ArchiveError != "" {
