@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -43,7 +44,7 @@ func newS3SandboxWorld(t *testing.T, srv *s3test.Server) sandboxWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.rt.StopSandboxes(t.Context()) })
+	t.Cleanup(func() { e.rt.StopSandboxes(context.Background()) }) // t.Context() is cancelled before cleanups run
 	return sandboxWorld{world: w, base: base}
 }
 

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -68,7 +69,7 @@ func startSandboxes(t *testing.T, rt *runtime.Runtime, base string, cfg local.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rt.StopSandboxes(t.Context()) })
+	t.Cleanup(func() { rt.StopSandboxes(context.Background()) }) // t.Context() is cancelled before cleanups run
 }
 
 // sandboxWorld is a world whose sandboxes keep their folders under base.

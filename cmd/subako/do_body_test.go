@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -117,7 +118,7 @@ func serveSandboxes(t *testing.T, dir, url string) (*httptest.Server, *runtime.R
 		Dir: filepath.Join(dir, "sandboxes"), SkillsDir: filepath.Join(dir, "skills")}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rt.StopSandboxes(t.Context()) })
+	t.Cleanup(func() { rt.StopSandboxes(context.Background()) }) // t.Context() is cancelled before cleanups run
 	return serveRuntime(t, rt), rt
 }
 
