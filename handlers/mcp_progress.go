@@ -28,6 +28,11 @@ import (
 // reset on each report.
 const progressEvery = 5 * time.Second
 
+// lateProgressWait is how long a finished call's answer waits for the
+// server's last progress report when the reports so far fall short of their
+// total (see report).
+const lateProgressWait = 100 * time.Millisecond
+
 // requestRefHeader names, on the copy of an HTTP request the SDK reads, the
 // request's own entry in liveRequests. Whatever a client sends under that
 // name is replaced.
@@ -118,12 +123,32 @@ func (w *callWatch) report(reqCtx context.Context, ss *mcp.ServerSession, token 
 		select {
 		case <-w.ctx.Done():
 			// What the server reported just before its answer still goes
-			// out, before the result.
+			// out, before the result. The SDK's client hands a notification
+			// to its handler beside, not before, the answer it preceded, so
+			// while the server's count is short of its total the last report
+			// may still be on its way: wait for it, at most lateProgressWait.
+			var grace <-chan time.Time
 			for {
 				select {
 				case p := <-w.sink.C():
+					upstream = &p
 					send(p)
+					continue
 				default:
+				}
+				if upstream == nil || upstream.Total == 0 || upstream.Progress >= upstream.Total {
+					return
+				}
+				if grace == nil {
+					t := time.NewTimer(lateProgressWait)
+					defer t.Stop()
+					grace = t.C
+				}
+				select {
+				case p := <-w.sink.C():
+					upstream = &p
+					send(p)
+				case <-grace:
 					return
 				}
 			}
