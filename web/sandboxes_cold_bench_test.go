@@ -13,12 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subako/subako/models/modelstest"
 	"github.com/subako/subako/runtime"
-	"github.com/subako/subako/runtime/sandbox"
-	"github.com/subako/subako/runtime/sandbox/archive"
-	"github.com/subako/subako/runtime/sandbox/local"
-	"github.com/subako/subako/web"
 )
 
 // BenchmarkSandboxColdExecOverHTTP (issue 11): the first exec of `true` in a
@@ -34,47 +29,15 @@ import (
 // applies to it.
 func BenchmarkSandboxColdExecOverHTTP(b *testing.B) {
 	ctx := b.Context()
-	rt := runtime.New(modelstest.Open(b), runtime.Options{Log: quiet})
-	b.Cleanup(rt.Close)
+	sb := newSandboxBench(b, coldBenchAgent(b))
+	rt, owner, base := sb.rt, sb.owner, sb.base
 	must := func(err error) {
 		b.Helper()
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
-	_, _, err := rt.UserCreate(ctx, runtime.System, "owner@example.com", "owner", password)
-	must(err)
-	owner, err := rt.PrincipalForEmail(ctx, "owner@example.com")
-	must(err)
-	name := "bench"
-	a, err := rt.AgentCreate(ctx, owner, runtime.AgentInput{Name: &name})
-	must(err)
-	cfg := json.RawMessage(`{"sandboxes": [{"name": "workbench", "environment": {"type": "platform", "release": "2026"},
-	  "network": {"type": "none"}, "default_policy": "allow"}]}`)
-	ver, err := rt.VersionCreate(ctx, owner, runtime.VersionCreateInput{Agent: a.ID, Config: cfg})
-	must(err)
-	_, err = rt.VersionPublish(ctx, owner, ver.ID)
-	must(err)
-
-	base := b.TempDir()
-	for d := base; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		os.Chmod(d, 0o711)
-	}
-	driver, err := local.New(local.Config{AgentPath: coldBenchAgent(b)})
-	must(err)
-	archives, err := archive.NewLocal(filepath.Join(base, "archives"))
-	must(err)
-	must(rt.StartSandboxes(ctx, runtime.SandboxOptions{Driver: driver, Archives: archives,
-		Dir: filepath.Join(base, "machines"), SkillsDir: filepath.Join(base, "skills"),
-		Limits: sandbox.Limits{MemoryBytes: 2 << 30, Pids: 1024, CPUPercent: 100}})) // as subako serve
-	b.Cleanup(func() { rt.StopSandboxes(ctx) })
-
-	key := []byte("0123456789abcdef0123456789abcdef")
-	var handler http.Handler
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	handler = web.New(rt, web.Config{BaseURL: srv.URL, CookieHashKey: key, CookieBlockKey: key, Log: quiet})
-	b.Cleanup(srv.Close)
-
+	srvURL := sb.url
 	// The baseline: bare bwrap as the sandboxes' host user (nobody when
 	// root, as the driver runs them), on a workspace of its own.
 	ws := filepath.Join(base, "bare-workspace")
@@ -100,7 +63,7 @@ func BenchmarkSandboxColdExecOverHTTP(b *testing.B) {
 	client := &http.Client{}
 	body := []byte(`{"tool": "sandbox__workbench__exec", "input": {"command": "true"}, "model": "bench", "wait_seconds": 30}`)
 	firstExec := func(s runtime.SessionView) {
-		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/sessions/"+s.ID+"/tool_calls", bytes.NewReader(body))
+		req, _ := http.NewRequest("POST", srvURL+"/api/v1/sessions/"+s.ID+"/tool_calls", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+s.Token)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
@@ -122,7 +85,7 @@ func BenchmarkSandboxColdExecOverHTTP(b *testing.B) {
 		}
 	}
 	newSession := func() runtime.SessionView {
-		s, err := rt.SessionCreate(ctx, owner, runtime.SessionCreateInput{Version: ver.ID})
+		s, err := rt.SessionCreate(ctx, owner, runtime.SessionCreateInput{Version: sb.ver})
 		must(err)
 		return s
 	}
