@@ -89,14 +89,19 @@ func (r *Runtime) finishStarted(ctx context.Context, call models.ToolCall, h *ca
 	var rows int64
 	var werr error
 	if t := openingFlush(call.ID); t != nil {
-		// PostgreSQL: the opening record was flushed while the tool ran
-		// (pgflush.go); the result then commits without waiting for a
-		// flush, and is made durable after the caller is answered.
-		if werr = t.wait(); werr == nil {
-			final, rows, werr = r.writeFinishAsync(ctx, call, CallRunning, upd)
-			if werr == nil && rows == 1 {
-				go r.keepResult(*final, h.opened)
-			}
+		// PostgreSQL: the opening record is flushed while the tool runs
+		// (pgflush.go). The result commits without waiting for a flush,
+		// sent while that flush may still run (the log is one sequence: the
+		// result's commit comes after the opening's either way), and is made
+		// durable after the caller is answered. The caller is answered once
+		// both are done; if the flush failed, the whole record is written
+		// again below, whatever the result's write did.
+		final, rows, werr = r.writeFinishAsync(ctx, call, CallRunning, upd)
+		if ferr := t.wait(); werr == nil {
+			werr = ferr
+		}
+		if werr == nil && rows == 1 {
+			go r.keepResult(*final, h.opened)
 		}
 	} else {
 		final, rows, werr = r.writeFinish(ctx, call, CallRunning, upd)

@@ -2,6 +2,9 @@ package runtime
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -10,6 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
 
 	"github.com/subako/subako/models"
@@ -32,6 +38,14 @@ import (
 // takes beyond the tool; the result then commits with synchronous_commit off
 // too.
 //
+// An allowed call's own flush is not handed to the flusher: it is sent on
+// the opening record's connection right behind the record, in the same
+// write (writeOpening), so PostgreSQL starts it the moment the record has
+// committed, with no goroutine to wake and no second round trip; concurrent
+// calls' flushes are merged by PostgreSQL's own group commit (a backend
+// waiting for the log's write lock finds its record flushed by the one
+// holding it). The flusher carries the results (piggyback).
+//
 // If the flush fails (the database went away), the call's result is written
 // whole again, synchronously, with its Action, once the database is back
 // (finishStarted), as before.
@@ -40,6 +54,11 @@ import (
 // and so, with synchronous_commit on (the server's default), returns once
 // the log up to it is on disk.
 const flushStatement = "SELECT pg_logical_emit_message(true, 'subako.flush', '')"
+
+// flushOnStatement is flushStatement for a connection of the NoFlushWait
+// pool: it turns synchronous_commit on for its own transaction (set_config's
+// true: local), which its commit reads.
+const flushOnStatement = "SELECT pg_logical_emit_message(true, 'subako.flush', ''), set_config('synchronous_commit', 'on', true)"
 
 // flushTimeout bounds one flush; a flush that does not answer in time
 // counts as failed (the call's result is then written whole, durably).
@@ -85,19 +104,31 @@ func flusherFor(db *models.DB) *pgFlusher {
 	return f.(*pgFlusher)
 }
 
-// request asks for a flush that starts after now; the returned ticket's
-// wait returns once it is done.
-func (f *pgFlusher) request() *flushTicket {
-	t := &flushTicket{done: make(chan struct{}), at: time.Now()}
+// takeQueued hands the tickets waiting for the next flush to a flush about
+// to be sent elsewhere (openingExec's), which covers them: each was asked
+// for after its caller's commit had returned.
+func (f *pgFlusher) takeQueued() []*flushTicket {
 	f.mu.Lock()
-	f.queued = append(f.queued, t)
-	f.startLocked()
-	f.mu.Unlock()
-	return t
+	defer f.mu.Unlock()
+	q := f.queued
+	f.queued = nil
+	return q
 }
 
-// piggyback is request for a caller that is not waiting: its ticket rides
-// on the next flush a call asks for, or on one run after lateFlush if none
+// requeue gives back tickets taken by a flush that failed or was never
+// sent: the flusher runs one for them.
+func (f *pgFlusher) requeue(ts []*flushTicket) {
+	if len(ts) == 0 {
+		return
+	}
+	f.mu.Lock()
+	f.queued = append(f.queued, ts...)
+	f.startLocked()
+	f.mu.Unlock()
+}
+
+// piggyback asks for a flush for a caller that is not waiting: its ticket
+// rides on the next call's flush (takeQueued), or on one run after lateFlush if none
 // does, so it adds no flush of its own to a busy database.
 func (f *pgFlusher) piggyback() *flushTicket {
 	t := &flushTicket{done: make(chan struct{}), at: time.Now()}
@@ -168,16 +199,148 @@ func (f *pgFlusher) flush() error {
 	return err
 }
 
-// startOpeningFlush asks for the flush of a call's opening record, just
-// committed without waiting for it (PostgreSQL only).
-func (r *Runtime) startOpeningFlush(callID string) {
-	t := flusherFor(r.db).request()
+// keepOpeningFlush keeps the ticket of the flush of a call's opening record
+// until the call's finishing write takes it (openingFlush).
+func keepOpeningFlush(callID string, t *flushTicket) {
 	openingFlushes.Store(callID, t)
 	if openingFlushesCount.Add(1) > 10_000 {
 		if last := lastPrune.Load(); time.Since(time.Unix(0, last)) > time.Minute && lastPrune.CompareAndSwap(last, time.Now().UnixNano()) {
 			pruneOpeningFlushes()
 		}
 	}
+}
+
+// writeOpening writes an allowed call's opening record on PostgreSQL (one
+// statement, committed without waiting for the log's flush) with its flush
+// sent right behind it (openingExec), and keeps the flush's ticket for the
+// call's finishing write (finishStarted).
+func (r *Runtime) writeOpening(ctx context.Context, call *models.ToolCall, rec *models.Action) error {
+	nfw := r.db.NoFlushWait()
+	sqlDB, err := nfw.DB()
+	if err != nil {
+		return err
+	}
+	ex := &openingExec{DB: sqlDB, f: flusherFor(r.db)}
+	// A Context makes Session copy the Statement, so the pool is this
+	// statement's only.
+	db := nfw.Session(&gorm.Session{Context: ctx})
+	db.Statement.ConnPool = ex
+	if err := r.writeCallAndAction(ctx, db, call, rec); err != nil {
+		return err
+	}
+	keepOpeningFlush(call.ID, ex.ticket)
+	return nil
+}
+
+// openingExec is the pool an opening record's statement runs on, through
+// gorm (so it is counted and hooked as any statement): it takes a
+// connection of the NoFlushWait pool and sends, in one write, the statement
+// and flushOnStatement, each in its own transaction (two syncs of a
+// pipeline). It returns once the statement has committed; a goroutine reads
+// the flush's answer, then closes ticket and gives the connection back. The
+// tickets queued at the flusher when the flush is sent (results committed
+// before it) ride on it.
+type openingExec struct {
+	*sql.DB // everything but ExecContext as usual
+	f       *pgFlusher
+	ticket  *flushTicket
+}
+
+func (e *openingExec) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	conn, err := e.DB.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The flush must outlive the caller's context: the caller waits for it
+	// or, if gone, the result's write does.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	var p *pgconn.Pipeline
+	var riders []*flushTicket
+	var tag pgconn.CommandTag
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("runtime: opening record: a pgx connection was expected, not %T", dc)
+		}
+		pc := c.Conn()
+		// Prepared once per connection and kept (pgx's named statements).
+		open, err := pc.Prepare(pctx, query, query)
+		if err != nil {
+			return err
+		}
+		flush, err := pc.Prepare(pctx, flushOnStatement, flushOnStatement)
+		if err != nil {
+			return err
+		}
+		var eqb pgx.ExtendedQueryBuilder
+		if err := eqb.Build(pc.TypeMap(), open, args); err != nil {
+			return err
+		}
+		riders = e.f.takeQueued()
+		p = pc.PgConn().StartPipeline(pctx)
+		p.SendQueryStatement(open, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
+		p.SendPipelineSync()
+		p.SendQueryStatement(flush, nil, nil, nil)
+		p.SendPipelineSync()
+		if err := p.Flush(); err != nil {
+			return err
+		}
+		tag, err = readPipelined(p)
+		return err
+	})
+	if p == nil {
+		cancel()
+		_ = conn.Close()
+		e.f.requeue(riders)
+		return nil, err
+	}
+	t := &flushTicket{done: make(chan struct{}), at: time.Now()}
+	go func() {
+		ferr := conn.Raw(func(any) error {
+			_, ferr := readPipelined(p)
+			if cerr := p.Close(); ferr == nil {
+				ferr = cerr
+			}
+			return ferr
+		})
+		cancel()
+		_ = conn.Close()
+		t.err = ferr
+		close(t.done)
+		if ferr != nil {
+			e.f.requeue(riders) // flushed by the flusher instead
+			return
+		}
+		for _, rt := range riders {
+			close(rt.done)
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	e.ticket = t
+	return driver.RowsAffected(tag.RowsAffected()), nil
+}
+
+// readPipelined reads a pipelined statement's outcome and then its sync.
+func readPipelined(p *pgconn.Pipeline) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	res, err := p.GetResults()
+	if err == nil {
+		if rr, ok := res.(*pgconn.ResultReader); ok {
+			tag, err = rr.Close()
+		} else {
+			err = fmt.Errorf("runtime: pipelined statement: got %T", res)
+		}
+	}
+	var pgErr *pgconn.PgError
+	if err != nil && !errors.As(err, &pgErr) {
+		return tag, err // the connection is gone: no sync to read
+	}
+	if _, serr := p.GetResults(); serr != nil && err == nil {
+		err = serr
+	}
+	return tag, err
 }
 
 // openingFlush takes the ticket of a call's opening flush; nil when the
@@ -221,9 +384,8 @@ func (r *Runtime) writeFinishAsync(ctx context.Context, call models.ToolCall, fr
 // PostgreSQL in one statement (a data-modifying WITH: both rows or neither,
 // one round trip where a transaction of the two inserts takes four),
 // committed as db commits: an allowed call's opening record through
-// models.DB.NoFlushWait (without waiting for the log's flush; the caller
-// then asks for the flush, startOpeningFlush), a finished one (a skill's
-// read, a refusal) synchronously. The two inserts are gorm's own (built by a
+// models.DB.NoFlushWait with its flush behind it (writeOpening), a finished
+// one (a skill's read, a refusal) synchronously. The two inserts are gorm's own (built by a
 // dry run: the same columns and values as tx.Create writes).
 func (r *Runtime) writeCallAndAction(ctx context.Context, db *gorm.DB, call *models.ToolCall, rec *models.Action) error {
 	db = db.WithContext(ctx)
