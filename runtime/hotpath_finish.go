@@ -21,12 +21,12 @@ import (
 // ToolCall.create Action, one statement) commits with synchronous_commit
 // off: the commit is in the database, seen by every reader, and survives a
 // kill -9 of Subako, but does not wait for its log to reach the disk. While
-// the tool runs, a flusher makes it durable (pgflush.go: one tiny
-// synchronous transaction whose flush covers every commit before it, shared
-// by the calls that ask meanwhile). The caller is answered only once both
-// the tool and that flush are done; the result then commits with
-// synchronous_commit off too. So each call waits for a flush only as long
-// as it outlasts the tool.
+// the tool runs, a flush sent right behind it makes it durable (pgflush.go:
+// one tiny synchronous transaction whose flush covers every commit before
+// it). The result commits with synchronous_commit off as soon as the tool
+// ends; the caller is answered only once the tool, that commit and the
+// flush are done. So each call waits for a flush only as long as it
+// outlasts the tool.
 //
 // What a crash of PostgreSQL itself (not of Subako) can lose: the opening
 // record of a call still running, if its flush had not completed; the

@@ -27,24 +27,21 @@ import (
 // An allowed call's opening record (the call, running, and its
 // ToolCall.create Action) commits with synchronous_commit off: it is in the
 // database at once, seen by every reader, and survives a kill -9 of Subako,
-// but its log may not have reached the disk yet. Right after that commit the
-// call asks the flusher for a flush and its tool starts: the flusher runs
-// one tiny synchronous transaction that writes to the log (a transactional
-// logical-decoding message, which any role may emit and which touches no
-// row), and since the log is one sequence, its flush makes every commit
-// before it durable. Calls whose opening records committed while a flush was
-// under way share the next one. The caller is answered only once both the
-// tool and that flush are done, so the flush costs a call only what it
-// takes beyond the tool; the result then commits with synchronous_commit off
-// too.
-//
-// An allowed call's own flush is not handed to the flusher: it is sent on
-// the opening record's connection right behind the record, in the same
-// write (writeOpening), so PostgreSQL starts it the moment the record has
-// committed, with no goroutine to wake and no second round trip; concurrent
-// calls' flushes are merged by PostgreSQL's own group commit (a backend
-// waiting for the log's write lock finds its record flushed by the one
-// holding it). The flusher carries the results (piggyback).
+// but its log may not have reached the disk yet. Sent in the same write,
+// right behind it on its connection (writeOpening), is one tiny synchronous
+// transaction that writes to the log (a transactional logical-decoding
+// message, which any role may emit and which touches no row); since the log
+// is one sequence, its flush makes every commit before it durable.
+// PostgreSQL starts it the moment the record has committed, with no
+// goroutine to wake and no second round trip, while the call's tool starts;
+// concurrent calls' flushes are merged by PostgreSQL's own group commit (a
+// backend waiting for the log's write lock finds its record flushed by the
+// one holding it). The result commits with synchronous_commit off as soon
+// as the tool ends, and the caller is answered only once the tool, that
+// commit and the flush are done, so the flush costs a call only what it
+// takes beyond the tool. The flusher (pgFlusher) makes the results durable
+// after the answer: they ride on the next call's flush (takeQueued), or on
+// one it runs itself.
 //
 // If the flush fails (the database went away), the call's result is written
 // whole again, synchronously, with its Action, once the database is back
