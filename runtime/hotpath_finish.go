@@ -21,12 +21,12 @@ import (
 // ToolCall.create Action, one statement) commits with synchronous_commit
 // off: the commit is in the database, seen by every reader, and survives a
 // kill -9 of Subako, but does not wait for its log to reach the disk. While
-// the tool runs, a flush sent right behind it makes it durable (pgflush.go:
-// one tiny synchronous transaction whose flush covers every commit before
-// it). The result commits with synchronous_commit off as soon as the tool
-// ends; the caller is answered only once the tool, that commit and the
-// flush are done. So each call waits for a flush only as long as it
-// outlasts the tool.
+// the tool runs, a flusher makes it durable (pgflush.go: one tiny
+// synchronous transaction whose flush covers every commit before it, shared
+// by the calls that ask meanwhile). The caller is answered only once both
+// the tool and that flush are done; the result then commits with
+// synchronous_commit off too. So each call waits for a flush only as long
+// as it outlasts the tool.
 //
 // What a crash of PostgreSQL itself (not of Subako) can lose: the opening
 // record of a call still running, if its flush had not completed; the
@@ -89,19 +89,14 @@ func (r *Runtime) finishStarted(ctx context.Context, call models.ToolCall, h *ca
 	var rows int64
 	var werr error
 	if t := openingFlush(call.ID); t != nil {
-		// PostgreSQL: the opening record is flushed while the tool runs
-		// (pgflush.go). The result commits without waiting for a flush,
-		// sent while that flush may still run (the log is one sequence: the
-		// result's commit comes after the opening's either way), and is made
-		// durable after the caller is answered. The caller is answered once
-		// both are done; if the flush failed, the whole record is written
-		// again below, whatever the result's write did.
-		final, rows, werr = r.writeFinishAsync(ctx, call, CallRunning, upd)
-		if ferr := t.wait(); werr == nil {
-			werr = ferr
-		}
-		if werr == nil && rows == 1 {
-			go r.keepResult(*final, h.opened)
+		// PostgreSQL: the opening record was flushed while the tool ran
+		// (pgflush.go); the result then commits without waiting for a
+		// flush, and is made durable after the caller is answered.
+		if werr = t.wait(); werr == nil {
+			final, rows, werr = r.writeFinishAsync(ctx, call, CallRunning, upd)
+			if werr == nil && rows == 1 {
+				go r.keepResult(*final, h.opened)
+			}
 		}
 	} else {
 		final, rows, werr = r.writeFinish(ctx, call, CallRunning, upd)

@@ -2,9 +2,6 @@ package runtime
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -13,9 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
 
 	"github.com/subako/subako/models"
@@ -27,21 +21,16 @@ import (
 // An allowed call's opening record (the call, running, and its
 // ToolCall.create Action) commits with synchronous_commit off: it is in the
 // database at once, seen by every reader, and survives a kill -9 of Subako,
-// but its log may not have reached the disk yet. Sent in the same write,
-// right behind it on its connection (writeOpening), is one tiny synchronous
-// transaction that writes to the log (a transactional logical-decoding
-// message, which any role may emit and which touches no row); since the log
-// is one sequence, its flush makes every commit before it durable.
-// PostgreSQL starts it the moment the record has committed, with no
-// goroutine to wake and no second round trip, while the call's tool starts;
-// concurrent calls' flushes are merged by PostgreSQL's own group commit (a
-// backend waiting for the log's write lock finds its record flushed by the
-// one holding it). The result commits with synchronous_commit off as soon
-// as the tool ends, and the caller is answered only once the tool, that
-// commit and the flush are done, so the flush costs a call only what it
-// takes beyond the tool. The flusher (pgFlusher) makes the results durable
-// after the answer: they ride on the next call's flush (takeQueued), or on
-// one it runs itself.
+// but its log may not have reached the disk yet. Right after that commit the
+// call asks the flusher for a flush and its tool starts: the flusher runs
+// one tiny synchronous transaction that writes to the log (a transactional
+// logical-decoding message, which any role may emit and which touches no
+// row), and since the log is one sequence, its flush makes every commit
+// before it durable. Calls whose opening records committed while a flush was
+// under way share the next one. The caller is answered only once both the
+// tool and that flush are done, so the flush costs a call only what it
+// takes beyond the tool; the result then commits with synchronous_commit off
+// too.
 //
 // If the flush fails (the database went away), the call's result is written
 // whole again, synchronously, with its Action, once the database is back
@@ -51,11 +40,6 @@ import (
 // and so, with synchronous_commit on (the server's default), returns once
 // the log up to it is on disk.
 const flushStatement = "SELECT pg_logical_emit_message(true, 'subako.flush', '')"
-
-// flushOnStatement is flushStatement for a connection of the NoFlushWait
-// pool: it turns synchronous_commit on for its own transaction (set_config's
-// true: local), which its commit reads.
-const flushOnStatement = "SELECT pg_logical_emit_message(true, 'subako.flush', ''), set_config('synchronous_commit', 'on', true)"
 
 // flushTimeout bounds one flush; a flush that does not answer in time
 // counts as failed (the call's result is then written whole, durably).
@@ -101,31 +85,19 @@ func flusherFor(db *models.DB) *pgFlusher {
 	return f.(*pgFlusher)
 }
 
-// takeQueued hands the tickets waiting for the next flush to a flush about
-// to be sent elsewhere (openingExec's), which covers them: each was asked
-// for after its caller's commit had returned.
-func (f *pgFlusher) takeQueued() []*flushTicket {
+// request asks for a flush that starts after now; the returned ticket's
+// wait returns once it is done.
+func (f *pgFlusher) request() *flushTicket {
+	t := &flushTicket{done: make(chan struct{}), at: time.Now()}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	q := f.queued
-	f.queued = nil
-	return q
-}
-
-// requeue gives back tickets taken by a flush that failed or was never
-// sent: the flusher runs one for them.
-func (f *pgFlusher) requeue(ts []*flushTicket) {
-	if len(ts) == 0 {
-		return
-	}
-	f.mu.Lock()
-	f.queued = append(f.queued, ts...)
+	f.queued = append(f.queued, t)
 	f.startLocked()
 	f.mu.Unlock()
+	return t
 }
 
-// piggyback asks for a flush for a caller that is not waiting: its ticket
-// rides on the next call's flush (takeQueued), or on one run after lateFlush if none
+// piggyback is request for a caller that is not waiting: its ticket rides
+// on the next flush a call asks for, or on one run after lateFlush if none
 // does, so it adds no flush of its own to a busy database.
 func (f *pgFlusher) piggyback() *flushTicket {
 	t := &flushTicket{done: make(chan struct{}), at: time.Now()}
@@ -196,148 +168,16 @@ func (f *pgFlusher) flush() error {
 	return err
 }
 
-// keepOpeningFlush keeps the ticket of the flush of a call's opening record
-// until the call's finishing write takes it (openingFlush).
-func keepOpeningFlush(callID string, t *flushTicket) {
+// startOpeningFlush asks for the flush of a call's opening record, just
+// committed without waiting for it (PostgreSQL only).
+func (r *Runtime) startOpeningFlush(callID string) {
+	t := flusherFor(r.db).request()
 	openingFlushes.Store(callID, t)
 	if openingFlushesCount.Add(1) > 10_000 {
 		if last := lastPrune.Load(); time.Since(time.Unix(0, last)) > time.Minute && lastPrune.CompareAndSwap(last, time.Now().UnixNano()) {
 			pruneOpeningFlushes()
 		}
 	}
-}
-
-// writeOpening writes an allowed call's opening record on PostgreSQL (one
-// statement, committed without waiting for the log's flush) with its flush
-// sent right behind it (openingExec), and keeps the flush's ticket for the
-// call's finishing write (finishStarted).
-func (r *Runtime) writeOpening(ctx context.Context, call *models.ToolCall, rec *models.Action) error {
-	nfw := r.db.NoFlushWait()
-	sqlDB, err := nfw.DB()
-	if err != nil {
-		return err
-	}
-	ex := &openingExec{DB: sqlDB, f: flusherFor(r.db)}
-	// A Context makes Session copy the Statement, so the pool is this
-	// statement's only.
-	db := nfw.Session(&gorm.Session{Context: ctx})
-	db.Statement.ConnPool = ex
-	if err := r.writeCallAndAction(ctx, db, call, rec); err != nil {
-		return err
-	}
-	keepOpeningFlush(call.ID, ex.ticket)
-	return nil
-}
-
-// openingExec is the pool an opening record's statement runs on, through
-// gorm (so it is counted and hooked as any statement): it takes a
-// connection of the NoFlushWait pool and sends, in one write, the statement
-// and flushOnStatement, each in its own transaction (two syncs of a
-// pipeline). It returns once the statement has committed; a goroutine reads
-// the flush's answer, then closes ticket and gives the connection back. The
-// tickets queued at the flusher when the flush is sent (results committed
-// before it) ride on it.
-type openingExec struct {
-	*sql.DB // everything but ExecContext as usual
-	f       *pgFlusher
-	ticket  *flushTicket
-}
-
-func (e *openingExec) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	conn, err := e.DB.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// The flush must outlive the caller's context: the caller waits for it
-	// or, if gone, the result's write does.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-	var p *pgconn.Pipeline
-	var riders []*flushTicket
-	var tag pgconn.CommandTag
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("runtime: opening record: a pgx connection was expected, not %T", dc)
-		}
-		pc := c.Conn()
-		// Prepared once per connection and kept (pgx's named statements).
-		open, err := pc.Prepare(pctx, query, query)
-		if err != nil {
-			return err
-		}
-		flush, err := pc.Prepare(pctx, flushOnStatement, flushOnStatement)
-		if err != nil {
-			return err
-		}
-		var eqb pgx.ExtendedQueryBuilder
-		if err := eqb.Build(pc.TypeMap(), open, args); err != nil {
-			return err
-		}
-		riders = e.f.takeQueued()
-		p = pc.PgConn().StartPipeline(pctx)
-		p.SendQueryStatement(open, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
-		p.SendPipelineSync()
-		p.SendQueryStatement(flush, nil, nil, nil)
-		p.SendPipelineSync()
-		if err := p.Flush(); err != nil {
-			return err
-		}
-		tag, err = readPipelined(p)
-		return err
-	})
-	if p == nil {
-		cancel()
-		_ = conn.Close()
-		e.f.requeue(riders)
-		return nil, err
-	}
-	t := &flushTicket{done: make(chan struct{}), at: time.Now()}
-	go func() {
-		ferr := conn.Raw(func(any) error {
-			_, ferr := readPipelined(p)
-			if cerr := p.Close(); ferr == nil {
-				ferr = cerr
-			}
-			return ferr
-		})
-		cancel()
-		_ = conn.Close()
-		t.err = ferr
-		close(t.done)
-		if ferr != nil {
-			e.f.requeue(riders) // flushed by the flusher instead
-			return
-		}
-		for _, rt := range riders {
-			close(rt.done)
-		}
-	}()
-	if err != nil {
-		return nil, err
-	}
-	e.ticket = t
-	return driver.RowsAffected(tag.RowsAffected()), nil
-}
-
-// readPipelined reads a pipelined statement's outcome and then its sync.
-func readPipelined(p *pgconn.Pipeline) (pgconn.CommandTag, error) {
-	var tag pgconn.CommandTag
-	res, err := p.GetResults()
-	if err == nil {
-		if rr, ok := res.(*pgconn.ResultReader); ok {
-			tag, err = rr.Close()
-		} else {
-			err = fmt.Errorf("runtime: pipelined statement: got %T", res)
-		}
-	}
-	var pgErr *pgconn.PgError
-	if err != nil && !errors.As(err, &pgErr) {
-		return tag, err // the connection is gone: no sync to read
-	}
-	if _, serr := p.GetResults(); serr != nil && err == nil {
-		err = serr
-	}
-	return tag, err
 }
 
 // openingFlush takes the ticket of a call's opening flush; nil when the
@@ -381,8 +221,9 @@ func (r *Runtime) writeFinishAsync(ctx context.Context, call models.ToolCall, fr
 // PostgreSQL in one statement (a data-modifying WITH: both rows or neither,
 // one round trip where a transaction of the two inserts takes four),
 // committed as db commits: an allowed call's opening record through
-// models.DB.NoFlushWait with its flush behind it (writeOpening), a finished
-// one (a skill's read, a refusal) synchronously. The two inserts are gorm's own (built by a
+// models.DB.NoFlushWait (without waiting for the log's flush; the caller
+// then asks for the flush, startOpeningFlush), a finished one (a skill's
+// read, a refusal) synchronously. The two inserts are gorm's own (built by a
 // dry run: the same columns and values as tx.Create writes).
 func (r *Runtime) writeCallAndAction(ctx context.Context, db *gorm.DB, call *models.ToolCall, rec *models.Action) error {
 	db = db.WithContext(ctx)

@@ -265,9 +265,8 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		err = r.hotWrite(ctx, true, record)
 	case call.Status == CallRunning:
 		// PostgreSQL: one statement, committed without waiting for the
-		// log's flush; the flush, sent right behind it, runs while the tool
-		// does (pgflush.go).
-		err = r.writeOpening(ctx, &call, &rec)
+		// log's flush; the flush runs while the tool does (pgflush.go).
+		err = r.writeCallAndAction(ctx, r.db.NoFlushWait(), &call, &rec)
 	default:
 		// PostgreSQL, a call finished already (a skill's read, a refusal):
 		// one statement, committed synchronously.
@@ -277,6 +276,9 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		return call, nil, fmt.Errorf("runtime: record call: %w", err)
 	}
 	a.recorded = true
+	if call.Status == CallRunning && r.db.Dialect == models.Postgres {
+		r.startOpeningFlush(call.ID) // durable while the tool runs (pgflush.go)
+	}
 	attachProgress(ctx, call.ID) // callprogress.go
 	r.publish(Event{Kind: "call", ID: call.ID, SessionID: s.ID, State: call.Status})
 	if policy == tools.PolicyAsk {
