@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glebarez/sqlite"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/libtnb/sqlite"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -76,7 +76,7 @@ func (d *DB) withNoFlushWait(url string) error {
 
 // Statements are prepared once per connection and kept, so a call's queries
 // are not parsed again on every call (on the pure-Go SQLite driver parsing
-// was a fifth of a call's CPU). The cache is bounded: queries built with
+// was a fifth of a write's CPU). The cache is bounded: queries built with
 // lists of varying length each make their own statement.
 const (
 	pgIdleConns    = 16
@@ -92,9 +92,10 @@ const (
 // met inside a transaction on that transaction (database/sql closes such a
 // statement at the commit), so every later transaction prepared it again
 // and closed it: two round trips more per statement, six per call. So
-// PostgreSQL does without gorm's cache. (SQLite's driver parses a statement
-// on every execution whatever is cached, so there the cache saves only
-// database/sql's and gorm's own work.)
+// PostgreSQL does without gorm's cache. On SQLite, modernc.org/sqlite keeps
+// the compiled statement of a prepared one (since v1.41; glebarez's fork of
+// v1.23 compiled its text again at every execution), so there gorm's cache
+// is what spares the parse.
 func prepared(db *gorm.DB, d Dialect) *DB {
 	if sqlDB, err := db.DB(); err == nil {
 		// The pool's transactions can run code after their commit
@@ -149,7 +150,16 @@ func Open(dataDir, url string) (*DB, error) {
 	// writer wait instead of failing with SQLITE_BUSY. It comes first: switching
 	// to WAL takes a lock too, and a second process opening the file at the
 	// same moment must wait for it rather than fail.
-	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	// Times are written and read as glebarez/sqlite did, so a database it
+	// wrote reads the same: text "2006-01-02 15:04:05.999999999-07:00"
+	// (_time_format=sqlite), converted back only in columns declared DATE,
+	// DATETIME or TIMESTAMP (_texttotime=0: an untyped expression such as
+	// date(started_at) stays a string; _inttotime=0: integers stay integers).
+	// The dialect (libtnb/sqlite) also turns on, process-wide, strict DSN
+	// pragmas, fdatasync for commits and OFD locks on the database file (the
+	// WAL index keeps POSIX locks; LockSQLite's flock is on a file of its own).
+	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate" +
+		"&_time_format=sqlite&_texttotime=0&_inttotime=0"
 	db, err := gorm.Open(sqlite.Open(dsn), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("models: open sqlite %s: %w", path, err)
