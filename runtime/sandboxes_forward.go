@@ -144,6 +144,13 @@ func (r *Runtime) runSandbox(ctx context.Context, e SandboxExec) (json.RawMessag
 	if !r.multiReplica() {
 		return r.runSandboxHere(ctx, e)
 	}
+	if r.leaseHeld(e) { // sandboxes_owner.go: no read of its row
+		out, err := r.runSandboxHere(ctx, e)
+		if !forwardable(err) {
+			return out, err
+		}
+		r.leases().drop(e.SessionID, e.Grant.Name)
+	}
 	deadline := time.Now().Add(ownedWait)
 	for {
 		var m models.Sandbox

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/runtime/sandbox"
@@ -42,6 +44,7 @@ func (o sandboxOwnership) Claim(ctx context.Context, id string) (sandbox.Record,
 	r := o.r
 	me := r.Replica().ID
 	for range 5 {
+		asked := r.leaseClock() // before the database's clock is read: the lease runs from no earlier
 		m, err := r.loadSandbox(ctx, id)
 		var re *Error
 		if errors.As(err, &re) && re.Kind == KindNotFound {
@@ -106,6 +109,7 @@ func (o sandboxOwnership) Claim(ctx context.Context, id string) (sandbox.Record,
 		if err != nil {
 			return sandbox.Record{}, err
 		}
+		r.leases().hold(m.SessionID, m.GrantName, asked)
 		return recordOf(m), nil
 	}
 	return sandbox.Record{}, fmt.Errorf("runtime: sandbox %s changed hands five times while this replica claimed it; try again", id)
@@ -168,16 +172,99 @@ func (r *Runtime) renewSandboxLeases(ctx context.Context) error {
 	if !r.multiReplica() {
 		return nil
 	}
+	asked := r.leaseClock()
 	now, err := r.dbNow(ctx)
 	if err != nil {
 		return fmt.Errorf("runtime: renew sandbox leases: %w", err)
 	}
-	err = r.db.WithContext(ctx).Model(&models.Sandbox{}).Where("replica_id = ?", r.Replica().ID).
-		Update("lease_expires_at", now.Add(SandboxLeaseTTL)).Error
+	var renewed []models.Sandbox
+	err = r.db.WithContext(ctx).Model(&renewed).
+		Clauses(clause.Returning{Columns: []clause.Column{{Name: "session_id"}, {Name: "grant_name"}}}).
+		Where("replica_id = ?", r.Replica().ID).Update("lease_expires_at", now.Add(SandboxLeaseTTL)).Error
 	if err != nil {
 		return fmt.Errorf("runtime: renew sandbox leases: %w", err)
 	}
+	r.leases().renewed(renewed, asked)
 	return nil
+}
+
+// Serving an exec's owner check from memory (issue 11). A warm exec on
+// PostgreSQL read its sandbox's row to learn which replica runs it. This
+// replica can know without asking while its lease holds: the row named it
+// when its Claim or its last renewal wrote the lease, and that lease runs
+// until the database's clock, read after asked, passes asked + TTL; no
+// other replica takes a sandbox over before its lease ran out (Claim,
+// suspendOrphans), and this replica's own suspension stops its machine
+// first (leaseHeld also asks the Manager). heldFor is how long after asked
+// the memory is trusted: half the lease, so a renewal every tick (5 s)
+// keeps it fresh, and the database's clock running up to 10 s ahead of
+// this one's (a clock step) still cannot let two replicas run one sandbox.
+// Past it, or for a sandbox not renewed, the row is read as before.
+const heldFor = SandboxLeaseTTL / 2
+
+// leaseMemo is each sandbox's (session and grant) time until which this
+// replica's lease on it surely holds, on leaseClock.
+type leaseMemo struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+// leaseMemos holds each runtime's leaseMemo (tests build many runtimes).
+var leaseMemos sync.Map // *Runtime → *leaseMemo
+
+func (r *Runtime) leases() *leaseMemo {
+	if l, ok := leaseMemos.Load(r); ok {
+		return l.(*leaseMemo)
+	}
+	l, _ := leaseMemos.LoadOrStore(r, &leaseMemo{until: map[string]time.Time{}})
+	return l.(*leaseMemo)
+}
+
+// leaseClock is the clock leaseMemo counts on: this process's monotonic
+// clock, or the tests' stand-in for the database's when they move time.
+func (r *Runtime) leaseClock() time.Time {
+	if r.dbClock != nil {
+		return r.dbClock.Now()
+	}
+	return time.Now()
+}
+
+func (l *leaseMemo) hold(sessionID, grant string, asked time.Time) {
+	l.mu.Lock()
+	l.until[sessionID+"\x00"+grant] = asked.Add(heldFor)
+	l.mu.Unlock()
+}
+
+// renewed keeps the sandboxes a renewal returned, and only those: a
+// sandbox it did not renew is no longer this replica's.
+func (l *leaseMemo) renewed(ms []models.Sandbox, asked time.Time) {
+	until := make(map[string]time.Time, len(ms))
+	for _, m := range ms {
+		until[m.SessionID+"\x00"+m.GrantName] = asked.Add(heldFor)
+	}
+	l.mu.Lock()
+	l.until = until
+	l.mu.Unlock()
+}
+
+func (l *leaseMemo) drop(sessionID, grant string) {
+	l.mu.Lock()
+	delete(l.until, sessionID+"\x00"+grant)
+	l.mu.Unlock()
+}
+
+// leaseHeld reports whether e's sandbox surely runs here, by this
+// replica's lease, without reading its row.
+func (r *Runtime) leaseHeld(e SandboxExec) bool {
+	set := r.sandboxes()
+	if set == nil {
+		return false
+	}
+	l := r.leases()
+	l.mu.Lock()
+	until, ok := l.until[e.SessionID+"\x00"+e.Grant.Name]
+	l.mu.Unlock()
+	return ok && r.leaseClock().Before(until) && set.mgr.Runs(e.SessionID, e.Grant.Name)
 }
 
 // orphanGrace is how long after its lease ran out a sandbox left running

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -144,6 +145,22 @@ func newSandboxBench(b *testing.B, agentPath string) sandboxBench {
 		Dir: filepath.Join(base, "machines"), SkillsDir: filepath.Join(base, "skills"),
 		Limits: sandbox.Limits{MemoryBytes: 2 << 30, Pids: 1024, CPUPercent: 100}})) // as subako serve
 	b.Cleanup(func() { rt.StopSandboxes(ctx) })
+	// The lifecycle's tick, as subako serve runs it: on PostgreSQL it
+	// renews this replica's sandbox leases.
+	tickCtx, stopTicks := context.WithCancel(context.WithoutCancel(ctx))
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		for {
+			select {
+			case <-tickCtx.Done():
+				return
+			case <-time.After(5 * time.Second):
+				rt.SandboxTick(tickCtx)
+			}
+		}
+	}()
+	b.Cleanup(func() { stopTicks(); <-ticked })
 
 	key := []byte("0123456789abcdef0123456789abcdef")
 	var handler http.Handler
