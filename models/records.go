@@ -317,8 +317,11 @@ type Sandbox struct {
 	ArchiveBytes   int64
 	ArchiveAt      *time.Time
 	ArchiveSHA256  string `gorm:"column:archive_sha256"`
-	ArchiveError   string
-	ArchiveNote    string
+	// ArchiveGen names the generation of the archive in the store ("":
+	// the one archive per sandbox kept before generations).
+	ArchiveGen   string
+	ArchiveError string
+	ArchiveNote  string
 	// ReplicaID owns the running sandbox until LeaseExpiresAt, renewed by
 	// its heartbeat (issue 19).
 	ReplicaID      string

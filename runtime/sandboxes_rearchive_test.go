@@ -27,6 +27,7 @@ func TestKeptArchiveWriteIsConditionalOnTheRecordAsRead(t *testing.T) {
 	}
 	archived := kept
 	archived.ArchiveError, archived.ArchiveAt, archived.ArchiveBytes, archived.ArchiveSHA256 = "", now, 42, "abc"
+	archived.ArchiveGen = "0f1e2d"
 
 	// Unchanged: a's write goes through, and the record names nobody.
 	if ok, err := storeA.PutIf(ctx, archived, kept); err != nil || !ok {
@@ -34,8 +35,15 @@ func TestKeptArchiveWriteIsConditionalOnTheRecordAsRead(t *testing.T) {
 	}
 	var m models.Sandbox
 	db.First(&m, "id = ?", kept.ID)
-	if m.ArchiveSHA256 != "abc" || m.ReplicaID != "" || m.ArchiveError != "" {
-		t.Fatalf("after a's write: sha %q, replica %q, error %q", m.ArchiveSHA256, m.ReplicaID, m.ArchiveError)
+	if m.ArchiveSHA256 != "abc" || m.ArchiveGen != "0f1e2d" || m.ReplicaID != "" || m.ArchiveError != "" {
+		t.Fatalf("after a's write: sha %q, generation %q, replica %q, error %q", m.ArchiveSHA256, m.ArchiveGen, m.ReplicaID, m.ArchiveError)
+	}
+	// A write expecting another generation of the same archive changes
+	// nothing.
+	other := archived
+	other.ArchiveGen, other.Owner = "99aa", ""
+	if ok, err := storeA.PutIf(ctx, kept, other); err != nil || ok {
+		t.Fatalf("a write expecting generation %s over %s went through: %v %v", other.ArchiveGen, archived.ArchiveGen, ok, err)
 	}
 
 	// Kept again; b takes it over (as its Claim and start do) before a

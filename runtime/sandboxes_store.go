@@ -118,8 +118,8 @@ func (s sandboxStore) PutIf(ctx context.Context, rec, expect sandbox.Record) (bo
 		m.ReplicaID = kept
 	}
 	res := s.db.WithContext(ctx).Model(&models.Sandbox{}).
-		Where("id = ? AND state = ? AND replica_id = ? AND archive_sha256 = ? AND archive_error = ?",
-			rec.ID, string(expect.State), expect.Owner, expect.ArchiveSHA256, expect.ArchiveError).
+		Where("id = ? AND state = ? AND replica_id = ? AND archive_sha256 = ? AND archive_gen = ? AND archive_error = ?",
+			rec.ID, string(expect.State), expect.Owner, expect.ArchiveSHA256, expect.ArchiveGen, expect.ArchiveError).
 		Select("*").Omit("id", "created_at").Updates(&m)
 	if res.Error != nil {
 		return false, fmt.Errorf("runtime: store sandbox %s: %w", rec.ID, res.Error)
@@ -131,14 +131,14 @@ func modelOf(r sandbox.Record) models.Sandbox {
 	return models.Sandbox{ID: r.ID, SessionID: r.SessionID, GrantName: r.Grant, ReleaseName: r.Release, Network: r.Network,
 		State: string(r.State), Error: r.Error, StartedAt: timePtr(r.StartedAt), LastActiveAt: timePtr(r.LastActiveAt),
 		SuspendedAt: timePtr(r.SuspendedAt), RetiredAt: timePtr(r.RetiredAt), MachineSeconds: r.MachineSeconds,
-		ArchiveBytes: r.ArchiveBytes, ArchiveAt: timePtr(r.ArchiveAt), ArchiveSHA256: r.ArchiveSHA256, ArchiveError: r.ArchiveError, ArchiveNote: r.ArchiveNote}
+		ArchiveBytes: r.ArchiveBytes, ArchiveAt: timePtr(r.ArchiveAt), ArchiveSHA256: r.ArchiveSHA256, ArchiveGen: r.ArchiveGen, ArchiveError: r.ArchiveError, ArchiveNote: r.ArchiveNote}
 }
 
 func recordOf(m models.Sandbox) sandbox.Record {
 	return sandbox.Record{ID: m.ID, SessionID: m.SessionID, Grant: m.GrantName, Release: m.ReleaseName, Network: m.Network,
 		State: sandbox.State(m.State), Error: m.Error, StartedAt: timeOf(m.StartedAt), LastActiveAt: timeOf(m.LastActiveAt),
 		SuspendedAt: timeOf(m.SuspendedAt), RetiredAt: timeOf(m.RetiredAt), MachineSeconds: m.MachineSeconds,
-		ArchiveBytes: m.ArchiveBytes, ArchiveAt: timeOf(m.ArchiveAt), ArchiveSHA256: m.ArchiveSHA256, ArchiveError: m.ArchiveError, ArchiveNote: m.ArchiveNote, Owner: m.ReplicaID}
+		ArchiveBytes: m.ArchiveBytes, ArchiveAt: timeOf(m.ArchiveAt), ArchiveSHA256: m.ArchiveSHA256, ArchiveGen: m.ArchiveGen, ArchiveError: m.ArchiveError, ArchiveNote: m.ArchiveNote, Owner: m.ReplicaID}
 }
 
 // timePtr stores a zero time as NULL: "never suspended", not year 1.

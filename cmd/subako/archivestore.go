@@ -129,8 +129,9 @@ func moveLocalArchives(ctx context.Context, s *objstore.S3, dir string, log *slo
 	files, _ := filepath.Glob(filepath.Join(dir, "*.tar.gz"))
 	moved := 0
 	for _, p := range files {
-		id := strings.TrimSuffix(filepath.Base(p), ".tar.gz")
-		if err := moveLocalArchive(ctx, s, id, p); err != nil {
+		// <id>.<generation>.tar.gz, or <id>.tar.gz before generations.
+		id, gen, _ := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".tar.gz"), ".")
+		if err := moveLocalArchive(ctx, s, archive.Ref{ID: id, Gen: gen}, p); err != nil {
 			log.Warn("archive not moved to the store; tried again at the next start", "file", p, "store", s.String(), "err", err)
 			continue
 		}
@@ -141,10 +142,10 @@ func moveLocalArchives(ctx context.Context, s *objstore.S3, dir string, log *slo
 	}
 }
 
-func moveLocalArchive(ctx context.Context, s *objstore.S3, id, p string) error {
-	_, err := s.Stat(ctx, id)
+func moveLocalArchive(ctx context.Context, s *objstore.S3, ref archive.Ref, p string) error {
+	_, err := s.Stat(ctx, ref)
 	if errors.Is(err, archive.ErrNotExist) {
-		err = uploadFile(ctx, s, id, p)
+		err = uploadFile(ctx, s, ref, p)
 	}
 	if err != nil {
 		return err
@@ -156,13 +157,13 @@ func moveLocalArchive(ctx context.Context, s *objstore.S3, id, p string) error {
 	return os.Rename(p, filepath.Join(done, filepath.Base(p)))
 }
 
-func uploadFile(ctx context.Context, s *objstore.S3, id, p string) error {
+func uploadFile(ctx context.Context, s *objstore.S3, ref archive.Ref, p string) error {
 	src, err := os.Open(p)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	tmp, err := s.TempFile(id)
+	tmp, err := s.TempFile(ref.ID)
 	if err != nil {
 		return err
 	}
@@ -171,7 +172,7 @@ func uploadFile(ctx context.Context, s *objstore.S3, id, p string) error {
 		err = cerr
 	}
 	if err == nil {
-		_, err = s.Put(ctx, id, tmp.Name())
+		_, err = s.Put(ctx, ref, tmp.Name())
 	}
 	if err != nil {
 		os.Remove(tmp.Name())

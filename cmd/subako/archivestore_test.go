@@ -130,7 +130,9 @@ func TestServeNeverLogsTheS3Secret(t *testing.T) {
 
 // TestSwitchingToS3MovesTheLocalArchives: archives a server left in
 // DATA/archives go to the store at the first start with --archive-store
-// (a suspended sandbox would else start empty), the files kept aside.
+// (a suspended sandbox would else start empty), the files kept aside: an
+// archive of a generation, and one from before generations (<id>.tar.gz),
+// each under the key its record names.
 func TestSwitchingToS3MovesTheLocalArchives(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := t.Context()
@@ -141,7 +143,12 @@ func TestSwitchingToS3MovesTheLocalArchives(t *testing.T) {
 	}
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("from before the switch\n"), 0o644)
-	if _, _, err := archive.Save(ctx, local, "sbx_old", ws, archive.Limits{}); err != nil {
+	saved, _, err := archive.Save(ctx, local, "sbx_old", ws, archive.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := archive.Ref{ID: "sbx_legacy"}
+	if err := os.Link(filepath.Join(data, "archives", archive.FileName(saved.Ref())), filepath.Join(data, "archives", archive.FileName(legacy))); err != nil {
 		t.Fatal(err)
 	}
 	flags := &archiveStoreFlags{Store: srv.URL("switch"), Endpoint: "http://" + srv.Endpoint, AccessKey: srv.AccessKey,
@@ -151,15 +158,17 @@ func TestSwitchingToS3MovesTheLocalArchives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if _, err := archive.Load(ctx, store, "sbx_old", dir, archive.RestoreOptions{}); err != nil {
-		t.Fatalf("the local archive is not in the store: %v", err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "from before the switch\n" {
-		t.Fatalf("restored %q", b)
-	}
-	if _, err := os.Stat(filepath.Join(data, "archives", "moved-to-store", "sbx_old.tar.gz")); err != nil {
-		t.Fatalf("the moved archive is not kept aside: %v", err)
+	for _, ref := range []archive.Ref{saved.Ref(), legacy} {
+		dir := t.TempDir()
+		if _, err := archive.Load(ctx, store, ref, dir, archive.RestoreOptions{}); err != nil {
+			t.Fatalf("the local archive %s is not in the store: %v", ref, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "from before the switch\n" {
+			t.Fatalf("restored %q", b)
+		}
+		if _, err := os.Stat(filepath.Join(data, "archives", "moved-to-store", archive.FileName(ref))); err != nil {
+			t.Fatalf("the moved archive is not kept aside: %v", err)
+		}
 	}
 	if n := countLocalArchives(filepath.Join(data, "archives")); n != 0 {
 		t.Fatalf("%d archives still wait to be moved", n)

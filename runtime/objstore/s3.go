@@ -56,7 +56,8 @@ const (
 // may be shown to people (String does).
 type Config struct {
 	// URL is s3://bucket or s3://bucket/prefix; archives are kept as
-	// <prefix>/archives/<id>.tar.gz.
+	// <prefix>/archives/<id>.<generation>.tar.gz (<id>.tar.gz before
+	// generations).
 	URL string
 	// Endpoint is host[:port] or a URL with http:// or https://; empty is
 	// AWS S3 (s3.amazonaws.com).
@@ -244,27 +245,15 @@ func NewS3(cfg Config) (*S3, error) {
 // String names the store for people: s3://bucket/prefix at the endpoint.
 func (s *S3) String() string { return s.name }
 
-// Key is the object key of id's archive.
-func (s *S3) Key(id string) string { return s.prefix + "archives/" + id + ".tar.gz" }
+// Key is the object key of the archive ref:
+// <prefix>/archives/<id>.<gen>.tar.gz (<id>.tar.gz before generations).
+func (s *S3) Key(ref archive.Ref) string { return s.prefix + "archives/" + archive.FileName(ref) }
 
-func (s *S3) key(id string) (string, error) {
-	if !validID(id) {
-		return "", fmt.Errorf("archive: id %q: must be 1-128 of A-Z, a-z, 0-9, _ and -", id)
+func (s *S3) key(ref archive.Ref) (string, error) {
+	if err := archive.ValidRef(ref); err != nil {
+		return "", err
 	}
-	return s.Key(id), nil
-}
-
-func validID(id string) bool {
-	if len(id) < 1 || len(id) > 128 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return s.Key(ref), nil
 }
 
 const tmpMarker = ".tar.gz.tmp-"
@@ -326,7 +315,7 @@ func (s *S3) Ping(ctx context.Context) error {
 
 // TempFile implements archive.Store: a file in TempDir.
 func (s *S3) TempFile(id string) (*os.File, error) {
-	if _, err := s.key(id); err != nil {
+	if _, err := s.key(archive.Ref{ID: id}); err != nil {
 		return nil, err
 	}
 	f, err := os.CreateTemp(s.tempDir, id+tmpMarker+"*")
@@ -340,9 +329,11 @@ func (s *S3) TempFile(id string) (*os.File, error) {
 // (checksummed first, the sum kept as metadata), in parts for a large one,
 // and removes the file once the object is stored. S3 makes an object
 // visible only when its upload completes, so readers see the old archive
-// or the new one. On error the file is left to the caller.
-func (s *S3) Put(ctx context.Context, id, tempPath string) (archive.Info, error) {
-	key, err := s.key(id)
+// or the new one (a new generation's key holds no older one). On error the
+// file is left to the caller.
+func (s *S3) Put(ctx context.Context, ref archive.Ref, tempPath string) (archive.Info, error) {
+	id := ref.String()
+	key, err := s.key(ref)
 	if err != nil {
 		return archive.Info{}, err
 	}
@@ -376,7 +367,7 @@ func (s *S3) Put(ctx context.Context, id, tempPath string) (archive.Info, error)
 	if err := os.Remove(tempPath); err != nil {
 		return archive.Info{}, fmt.Errorf("archive: put %s: remove uploaded %s: %w", id, tempPath, err)
 	}
-	info, err := s.Stat(ctx, id)
+	info, err := s.Stat(ctx, ref)
 	if err != nil {
 		return archive.Info{}, err
 	}
@@ -387,8 +378,9 @@ func (s *S3) Put(ctx context.Context, id, tempPath string) (archive.Info, error)
 // Open implements archive.Store: the object streams as it is read. Reading
 // it to the end checks its size and sha256 against those recorded at Put;
 // a mismatch is an error in place of io.EOF.
-func (s *S3) Open(ctx context.Context, id string) (io.ReadCloser, archive.Info, error) {
-	key, err := s.key(id)
+func (s *S3) Open(ctx context.Context, ref archive.Ref) (io.ReadCloser, archive.Info, error) {
+	id := ref.String()
+	key, err := s.key(ref)
 	if err != nil {
 		return nil, archive.Info{}, err
 	}
@@ -410,7 +402,7 @@ func (s *S3) Open(ctx context.Context, id string) (io.ReadCloser, archive.Info, 
 		return nil, archive.Info{}, fmt.Errorf("archive: %s in %s is %d bytes, not the %d written: refused", id, s.name, st.Size, want)
 	}
 	r := &checkedReader{obj: obj, id: id, store: s.name, want: st.Size, sum: st.UserMetadata[metaSHA256], h: sha256.New()}
-	return r, archive.Info{ID: id, Bytes: st.Size, ModTime: st.LastModified}, nil
+	return r, archive.Info{ID: ref.ID, Gen: ref.Gen, Bytes: st.Size, ModTime: st.LastModified}, nil
 }
 
 // statOpened waits at most opTimeout for the object's first answer; the
@@ -478,8 +470,8 @@ func (r *checkedReader) Read(p []byte) (int, error) {
 func (r *checkedReader) Close() error { return r.obj.Close() }
 
 // Stat implements archive.Store.
-func (s *S3) Stat(ctx context.Context, id string) (archive.Info, error) {
-	key, err := s.key(id)
+func (s *S3) Stat(ctx context.Context, ref archive.Ref) (archive.Info, error) {
+	key, err := s.key(ref)
 	if err != nil {
 		return archive.Info{}, err
 	}
@@ -490,21 +482,45 @@ func (s *S3) Stat(ctx context.Context, id string) (archive.Info, error) {
 		if notFound(err) {
 			return archive.Info{}, archive.ErrNotExist
 		}
-		return archive.Info{}, s.unavailable("stat "+id, err)
+		return archive.Info{}, s.unavailable("stat "+ref.String(), err)
 	}
-	return archive.Info{ID: id, Bytes: st.Size, ModTime: st.LastModified}, nil
+	return archive.Info{ID: ref.ID, Gen: ref.Gen, Bytes: st.Size, ModTime: st.LastModified}, nil
 }
 
 // Delete implements archive.Store; a missing archive is not an error.
-func (s *S3) Delete(ctx context.Context, id string) error {
-	key, err := s.key(id)
+func (s *S3) Delete(ctx context.Context, ref archive.Ref) error {
+	key, err := s.key(ref)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	if err := s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}); err != nil && !notFound(err) {
-		return s.unavailable("delete "+id, err)
+		return s.unavailable("delete "+ref.String(), err)
 	}
 	return nil
+}
+
+// List implements archive.Store: the objects under <prefix>/archives/<id>
+// that are archives of id (an id holds no dot, so another sandbox's
+// archive whose id starts with id is told apart by its name).
+func (s *S3) List(ctx context.Context, id string) ([]archive.Info, error) {
+	if _, err := s.key(archive.Ref{ID: id}); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	dir := s.prefix + "archives/"
+	var out []archive.Info
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: dir + id}) {
+		if obj.Err != nil {
+			return nil, s.unavailable("list "+id, obj.Err)
+		}
+		ref, ok := archive.ParseFileName(id, strings.TrimPrefix(obj.Key, dir))
+		if !ok {
+			continue
+		}
+		out = append(out, archive.Info{ID: id, Gen: ref.Gen, Bytes: obj.Size, ModTime: obj.LastModified})
+	}
+	return out, nil
 }

@@ -58,9 +58,9 @@ func readTree(t *testing.T, dir string) map[string]string {
 }
 
 // TestS3StoreKeepsArchivesInTheBucket: an archive saved through the store is
-// an object under <prefix>/archives/<id>.tar.gz, restores file for file
-// through another store on the same bucket (another replica's), and is gone
-// after Delete.
+// an object under <prefix>/archives/<id>.<generation>.tar.gz, restores file
+// for file through another store on the same bucket (another replica's),
+// and is gone after Delete.
 func TestS3StoreKeepsArchivesInTheBucket(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
@@ -73,7 +73,10 @@ func TestS3StoreKeepsArchivesInTheBucket(t *testing.T) {
 	if info.Bytes == 0 || info.SHA256 == "" {
 		t.Fatalf("Save answered %+v, want a size and a checksum", info)
 	}
-	obj, err := srv.Client(t).StatObject(ctx, srv.Bucket, "team-a/subako/archives/sbx_one.tar.gz", minio.StatObjectOptions{})
+	if info.Gen == "" {
+		t.Fatalf("Save answered %+v, want a generation", info)
+	}
+	obj, err := srv.Client(t).StatObject(ctx, srv.Bucket, "team-a/subako/archives/sbx_one."+info.Gen+".tar.gz", minio.StatObjectOptions{})
 	if err != nil {
 		t.Fatalf("the archive is not in the bucket under team-a/subako/archives/: %v", err)
 	}
@@ -86,32 +89,32 @@ func TestS3StoreKeepsArchivesInTheBucket(t *testing.T) {
 
 	// Another replica: its own temporary folder, the same bucket.
 	b := srv.Store(t, "team-a/subako")
-	st, err := b.Stat(ctx, "sbx_one")
+	st, err := b.Stat(ctx, info.Ref())
 	if err != nil || st.Bytes != info.Bytes {
 		t.Fatalf("Stat from another store = %+v, %v; want %d bytes", st, err, info.Bytes)
 	}
 	dir := t.TempDir()
-	if _, err := archive.Load(ctx, b, "sbx_one", dir, archive.RestoreOptions{}); err != nil {
+	if _, err := archive.Load(ctx, b, info.Ref(), dir, archive.RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readTree(t, dir); len(got) != 2 || got["main.go"] != files["main.go"] || got["notes/todo.txt"] != files["notes/todo.txt"] {
 		t.Fatalf("restored %v, want %v", got, files)
 	}
-	if sum, err := archive.Checksum(ctx, b, "sbx_one"); err != nil || sum != info.SHA256 {
+	if sum, err := archive.Checksum(ctx, b, info.Ref()); err != nil || sum != info.SHA256 {
 		t.Fatalf("checksum through the store = %s, %v; want %s", sum, err, info.SHA256)
 	}
 
 	// Another prefix sees nothing of it.
-	if _, err := srv.Store(t, "team-b").Stat(ctx, "sbx_one"); !errors.Is(err, archive.ErrNotExist) {
+	if _, err := srv.Store(t, "team-b").Stat(ctx, info.Ref()); !errors.Is(err, archive.ErrNotExist) {
 		t.Fatalf("Stat under another prefix = %v, want ErrNotExist", err)
 	}
-	if err := b.Delete(ctx, "sbx_one"); err != nil {
+	if err := b.Delete(ctx, info.Ref()); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.Open(ctx, "sbx_one"); !errors.Is(err, archive.ErrNotExist) {
+	if _, _, err := a.Open(ctx, info.Ref()); !errors.Is(err, archive.ErrNotExist) {
 		t.Fatalf("Open after Delete = %v, want ErrNotExist", err)
 	}
-	if err := a.Delete(ctx, "sbx_one"); err != nil {
+	if err := a.Delete(ctx, info.Ref()); err != nil {
 		t.Fatalf("deleting a missing archive: %v", err)
 	}
 }
@@ -191,7 +194,8 @@ func TestS3StoreStreamsALargeArchiveInBoundedMemory(t *testing.T) {
 	const bound = 64 << 20
 
 	stop := heapPeak()
-	info, err := s.Put(ctx, "sbx_big", f.Name())
+	ref := archive.Ref{ID: "sbx_big", Gen: archive.NewGen()}
+	info, err := s.Put(ctx, ref, f.Name())
 	up := stop()
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +207,7 @@ func TestS3StoreStreamsALargeArchiveInBoundedMemory(t *testing.T) {
 	if up > bound {
 		t.Fatalf("upload grew the heap by %d MiB, over %d MiB: it is not streamed", up>>20, bound>>20)
 	}
-	obj, err := srv.Client(t).StatObject(ctx, srv.Bucket, s.Key("sbx_big"), minio.StatObjectOptions{})
+	obj, err := srv.Client(t).StatObject(ctx, srv.Bucket, s.Key(ref), minio.StatObjectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +216,7 @@ func TestS3StoreStreamsALargeArchiveInBoundedMemory(t *testing.T) {
 	}
 
 	stop = heapPeak()
-	rc, st, err := s.Open(ctx, "sbx_big")
+	rc, st, err := s.Open(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +248,8 @@ func TestS3StoreDownIsUnavailableAndLosesNothing(t *testing.T) {
 		t.Fatalf("Ping of a running store: %v", err)
 	}
 	v1 := map[string]string{"a.txt": "first\n"}
-	if _, _, err := archive.Save(ctx, s, "sbx_down", workspace(t, v1), archive.Limits{}); err != nil {
+	first, _, err := archive.Save(ctx, s, "sbx_down", workspace(t, v1), archive.Limits{})
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -264,11 +269,13 @@ func TestS3StoreDownIsUnavailableAndLosesNothing(t *testing.T) {
 		}
 	}
 	wantDown("Ping", s.Ping(ctx))
-	_, err := s.Stat(ctx, "sbx_down")
+	_, err = s.Stat(ctx, first.Ref())
 	wantDown("Stat", err)
-	_, _, err = s.Open(ctx, "sbx_down")
+	_, _, err = s.Open(ctx, first.Ref())
 	wantDown("Open", err)
-	wantDown("Delete", s.Delete(ctx, "sbx_down"))
+	wantDown("Delete", s.Delete(ctx, first.Ref()))
+	_, err = s.List(ctx, "sbx_down")
+	wantDown("List", err)
 
 	// A new archive cannot go up: Put fails and leaves the file to its caller.
 	f, err := s.TempFile("sbx_down")
@@ -279,7 +286,8 @@ func TestS3StoreDownIsUnavailableAndLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	_, err = s.Put(ctx, "sbx_down", f.Name())
+	second := archive.Ref{ID: "sbx_down", Gen: archive.NewGen()}
+	_, err = s.Put(ctx, second, f.Name())
 	wantDown("Put", err)
 	if _, err := os.Stat(f.Name()); err != nil {
 		t.Fatalf("the archive that could not go up is gone: %v", err)
@@ -287,17 +295,17 @@ func TestS3StoreDownIsUnavailableAndLosesNothing(t *testing.T) {
 
 	srv.Restart(t)
 	dir := t.TempDir()
-	if _, err := archive.Load(ctx, s, "sbx_down", dir, archive.RestoreOptions{}); err != nil {
+	if _, err := archive.Load(ctx, s, first.Ref(), dir, archive.RestoreOptions{}); err != nil {
 		t.Fatalf("the archive from before the outage: %v", err)
 	}
 	if got := readTree(t, dir); got["a.txt"] != "first\n" {
 		t.Fatalf("after the outage the archive holds %v, want the first", got)
 	}
-	if _, err := s.Put(ctx, "sbx_down", f.Name()); err != nil {
+	if _, err := s.Put(ctx, second, f.Name()); err != nil {
 		t.Fatalf("Put once the store is back: %v", err)
 	}
 	dir = t.TempDir()
-	if _, err := archive.Load(ctx, s, "sbx_down", dir, archive.RestoreOptions{}); err != nil {
+	if _, err := archive.Load(ctx, s, second, dir, archive.RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readTree(t, dir); got["a.txt"] != "second\n" {
@@ -317,22 +325,22 @@ func TestS3StoreRefusesAnObjectNotAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := bytes.Repeat([]byte{'z'}, int(info.Bytes))
-	_, err = srv.Client(t).PutObject(ctx, srv.Bucket, s.Key("sbx_t"), bytes.NewReader(other), int64(len(other)), minio.PutObjectOptions{
+	_, err = srv.Client(t).PutObject(ctx, srv.Bucket, s.Key(info.Ref()), bytes.NewReader(other), int64(len(other)), minio.PutObjectOptions{
 		UserMetadata: map[string]string{"Subako-Sha256": info.SHA256, "Subako-Bytes": "1"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Open(ctx, "sbx_t"); err == nil || !strings.Contains(err.Error(), "not the 1 written") {
+	if _, _, err := s.Open(ctx, info.Ref()); err == nil || !strings.Contains(err.Error(), "not the 1 written") {
 		t.Fatalf("Open of an object whose size is not the one recorded = %v, want a refusal", err)
 	}
-	_, err = srv.Client(t).PutObject(ctx, srv.Bucket, s.Key("sbx_t"), bytes.NewReader(other), int64(len(other)), minio.PutObjectOptions{
+	_, err = srv.Client(t).PutObject(ctx, srv.Bucket, s.Key(info.Ref()), bytes.NewReader(other), int64(len(other)), minio.PutObjectOptions{
 		UserMetadata: map[string]string{"Subako-Sha256": info.SHA256},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, _, err := s.Open(ctx, "sbx_t")
+	rc, _, err := s.Open(ctx, info.Ref())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,4 +413,78 @@ func TestConfigCheckNamesTheFlag(t *testing.T) {
 	if err := c.Check(); err != nil {
 		t.Fatalf("http with --s3-insecure: %v", err)
 	}
+}
+
+// TestS3StoreKeepsEachGeneration: a second archive of a sandbox is a new
+// object beside the first, which stays as written until it is deleted;
+// List finds both and an archive from before generations (the one object
+// <id>.tar.gz), but not another sandbox's whose id starts the same;
+// DeleteAll leaves none of them, and the other sandbox's alone.
+func TestS3StoreKeepsEachGeneration(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	s := srv.Store(t, "gens")
+	first, _, err := archive.Save(ctx, s, "sbx_g", workspace(t, map[string]string{"a.txt": "first\n"}), archive.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := archive.Save(ctx, s, "sbx_g", workspace(t, map[string]string{"a.txt": "second\n"}), archive.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Gen == second.Gen {
+		t.Fatalf("two archives of one sandbox share generation %q", first.Gen)
+	}
+	for ref, want := range map[archive.Ref]string{first.Ref(): "first\n", second.Ref(): "second\n"} {
+		dir := t.TempDir()
+		if _, err := archive.Load(ctx, s, ref, dir, archive.RestoreOptions{}); err != nil {
+			t.Fatalf("generation %s: %v", ref.Gen, err)
+		}
+		if got := readTree(t, dir)["a.txt"]; got != want {
+			t.Fatalf("generation %s holds %q, want %q", ref.Gen, got, want)
+		}
+	}
+	// An archive written before generations, and another sandbox's.
+	old := bytes.NewReader(archiveBytes(t, map[string]string{"a.txt": "before generations\n"}))
+	if _, err := srv.Client(t).PutObject(ctx, srv.Bucket, "gens/archives/sbx_g.tar.gz", old, old.Size(), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := archive.Save(ctx, s, "sbx_g_other", workspace(t, map[string]string{"a.txt": "other\n"}), archive.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := archive.Load(ctx, s, archive.Ref{ID: "sbx_g"}, dir, archive.RestoreOptions{}); err != nil || readTree(t, dir)["a.txt"] != "before generations\n" {
+		t.Fatalf("the archive from before generations: %v, %v", readTree(t, dir), err)
+	}
+	all, err := s.List(ctx, "sbx_g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gens := map[string]bool{}
+	for _, i := range all {
+		gens[i.Gen] = i.ID == "sbx_g" && i.Bytes > 0
+	}
+	if len(all) != 3 || !gens[""] || !gens[first.Gen] || !gens[second.Gen] {
+		t.Fatalf("List(sbx_g) = %+v; want its two generations and the one from before", all)
+	}
+	if err := archive.DeleteAll(ctx, s, "sbx_g"); err != nil {
+		t.Fatal(err)
+	}
+	if all, err := s.List(ctx, "sbx_g"); err != nil || len(all) != 0 {
+		t.Fatalf("after DeleteAll: %+v, %v; want none", all, err)
+	}
+	if _, err := s.Stat(ctx, other.Ref()); err != nil {
+		t.Fatalf("DeleteAll(sbx_g) took sbx_g_other's archive: %v", err)
+	}
+}
+
+// archiveBytes is a tar + gzip archive of files.
+func archiveBytes(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := archive.Create(context.Background(), workspace(t, files), &buf, archive.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -97,6 +97,11 @@ func (m *Manager) filesBox(ctx context.Context, id string) (*box, error) {
 		b := m.adopt(rec)
 		b.mu.Lock()
 		if !b.gone && b.rec.ID == id {
+			if b.machine == nil {
+				// The stored record is the newer: another replica may have
+				// suspended the sandbox since, naming a newer archive.
+				b.rec = rec
+			}
 			return b, nil
 		}
 		b.mu.Unlock()
@@ -112,7 +117,7 @@ func (m *Manager) sourceLocked(ctx context.Context, b *box) string {
 	if _, err := os.Stat(m.workspaceDir(b.id)); err == nil && (b.rec.State == StateRunning || b.rec.ArchiveError != "") {
 		return FilesFromFolder // the next exec starts from it
 	}
-	if _, err := m.cfg.Archives.Stat(ctx, b.id); err == nil {
+	if _, err := m.cfg.Archives.Stat(ctx, b.rec.ArchiveRef()); err == nil {
 		return FilesFromArchive
 	}
 	return FilesFromNothing
@@ -139,8 +144,9 @@ func (m *Manager) ListFiles(ctx context.Context, id, dir string) (Listing, error
 		defer b.mu.Unlock()
 		err = listFolder(ctx, m.workspaceDir(id), rel, &out)
 	case FilesFromArchive:
+		ref := b.rec.ArchiveRef()
 		b.mu.Unlock()
-		err = m.listArchive(ctx, id, rel, &out)
+		err = m.listArchive(ctx, ref, rel, &out)
 	default:
 		b.mu.Unlock()
 		if rel != "." {
@@ -207,9 +213,9 @@ func listFolder(ctx context.Context, ws, rel string, out *Listing) error {
 	return nil
 }
 
-func (m *Manager) listArchive(ctx context.Context, id, rel string, out *Listing) error {
+func (m *Manager) listArchive(ctx context.Context, ref archive.Ref, rel string, out *Listing) error {
 	found := rel == "."
-	err := archive.Browse(ctx, m.cfg.Archives, id, func(name string, hdr *tar.Header, _ io.Reader) error {
+	err := archive.Browse(ctx, m.cfg.Archives, ref, func(name string, hdr *tar.Header, _ io.Reader) error {
 		if name == rel {
 			found = true
 			if hdr.Typeflag != tar.TypeDir {
@@ -267,8 +273,9 @@ func (m *Manager) ReadFile(ctx context.Context, id, p string) ([]byte, FileEntry
 		defer b.mu.Unlock()
 		return readFolderFile(m.workspaceDir(id), rel)
 	case FilesFromArchive:
+		ref := b.rec.ArchiveRef()
 		b.mu.Unlock()
-		return m.readArchiveFile(ctx, id, rel, true)
+		return m.readArchiveFile(ctx, ref, rel, true)
 	default:
 		b.mu.Unlock()
 		return nil, FileEntry{}, notFoundIn(p)
@@ -312,12 +319,12 @@ func readFolderFile(ws, rel string) ([]byte, FileEntry, error) {
 	return data, FileEntry{Name: path.Base(rel), Path: rel, Type: "file", Size: int64(len(data)), ModifiedAt: st.ModTime()}, nil
 }
 
-func (m *Manager) readArchiveFile(ctx context.Context, id, rel string, followHardLink bool) ([]byte, FileEntry, error) {
+func (m *Manager) readArchiveFile(ctx context.Context, ref archive.Ref, rel string, followHardLink bool) ([]byte, FileEntry, error) {
 	var data []byte
 	var entry FileEntry
 	var link string
 	found := false
-	err := archive.Browse(ctx, m.cfg.Archives, id, func(name string, hdr *tar.Header, r io.Reader) error {
+	err := archive.Browse(ctx, m.cfg.Archives, ref, func(name string, hdr *tar.Header, r io.Reader) error {
 		if name != rel {
 			if strings.HasPrefix(name, rel+"/") {
 				found = true
@@ -351,7 +358,7 @@ func (m *Manager) readArchiveFile(ctx context.Context, id, rel string, followHar
 		if err != nil {
 			return nil, FileEntry{}, notAFile(rel, "hard link out of /workspace")
 		}
-		data, e, err := m.readArchiveFile(ctx, id, target, false)
+		data, e, err := m.readArchiveFile(ctx, ref, target, false)
 		e.Name, e.Path = entry.Name, entry.Path
 		return data, e, err
 	}

@@ -82,7 +82,7 @@ func (m *Manager) prepareWorkspace(ctx context.Context, rec *Record) error {
 		m.cfg.Logger.Warn("sandbox: starting from the kept folder", "sandbox", rec.ID, "archive_error", rec.ArchiveError)
 		return nil
 	}
-	if _, err := m.cfg.Archives.Stat(ctx, rec.ID); errors.Is(err, archive.ErrNotExist) {
+	if _, err := m.cfg.Archives.Stat(ctx, rec.ArchiveRef()); errors.Is(err, archive.ErrNotExist) {
 		// Starting empty: a leftover folder (of a retirement cut short, say)
 		// is not this sandbox's /workspace any more.
 		if err := m.discard(ws, "start"); err != nil {
@@ -95,12 +95,14 @@ func (m *Manager) prepareWorkspace(ctx context.Context, rec *Record) error {
 	} else if err != nil {
 		return fmt.Errorf("sandbox: archive of %s: %w", rec.ID, err)
 	}
-	return m.restore(ctx, rec.ID, ws)
+	return m.restore(ctx, rec.ArchiveRef(), ws)
 }
 
-// restore unpacks the archive next to the workspace and swaps it in, so a
-// refused or broken archive leaves the old folder untouched.
-func (m *Manager) restore(ctx context.Context, id, ws string) error {
+// restore unpacks the archive the record names next to the workspace and
+// swaps it in, so a refused or broken archive leaves the old folder
+// untouched.
+func (m *Manager) restore(ctx context.Context, ref archive.Ref, ws string) error {
+	id := ref.ID
 	tmp := ws + ".restoring"
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("sandbox: clear %s: %w", tmp, err)
@@ -109,7 +111,7 @@ func (m *Manager) restore(ctx context.Context, id, ws string) error {
 		return fmt.Errorf("sandbox: restore %s: %w", id, err)
 	}
 	opts := archive.RestoreOptions{MaxExpandedBytes: m.cfg.MaxExpandedBytes}
-	if _, err := archive.Load(ctx, m.cfg.Archives, id, tmp, opts); err != nil {
+	if _, err := archive.Load(ctx, m.cfg.Archives, ref, tmp, opts); err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("sandbox: restore /workspace of %s: %w", id, err)
 	}
@@ -153,6 +155,7 @@ func (m *Manager) suspendLocked(ctx context.Context, b *box, billUntil time.Time
 		return fmt.Errorf("sandbox: record suspension of %s: %w", rec.ID, err)
 	}
 	failpoint("suspend.recorded")
+	m.dropArchive(ctx, b.rec, rec)
 	b.rec = rec
 	m.notify(rec)
 	m.usage(rec, UsageMachineSeconds, ran, now)
@@ -167,9 +170,11 @@ func (m *Manager) suspendLocked(ctx context.Context, b *box, billUntil time.Time
 	return nil
 }
 
-// archiveInto saves the workspace as the sandbox's archive and records the
-// outcome in rec, reporting whether a new archive holds the folder; a
-// failure keeps the previous archive and the folder, and says why.
+// archiveInto saves the workspace as a new generation of the sandbox's
+// archive and records the outcome in rec, reporting whether a new archive
+// holds the folder; a failure keeps the previous archive and the folder,
+// and says why. The archive rec named before is left in the store: it goes
+// (dropArchive) once the record naming the new one is written.
 func (m *Manager) archiveInto(ctx context.Context, rec *Record, now time.Time) bool {
 	ws := m.workspaceDir(rec.ID)
 	if _, err := os.Stat(ws); err != nil {
@@ -193,7 +198,31 @@ func (m *Manager) archiveInto(ctx context.Context, rec *Record, now time.Time) b
 		rec.ArchiveNote = skippedNote(st.Skipped)
 	}
 	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveSHA256, rec.ArchiveError = info.Bytes, now, info.SHA256, ""
+	rec.ArchiveGen = info.Gen
 	return true
+}
+
+// dropArchive deletes the archive generation the record named, once the
+// record now written names another: never before, so a crash or a failed
+// write leaves at worst an archive no record names (sweepArchives deletes
+// it at retirement), never a record naming a missing one.
+// A failure is only logged, for the same reason.
+func (m *Manager) dropArchive(ctx context.Context, was, now Record) {
+	if was.ArchiveRef() == now.ArchiveRef() || was.ArchiveAt.IsZero() && was.ArchiveGen == "" {
+		return
+	}
+	if err := m.cfg.Archives.Delete(context.WithoutCancel(ctx), was.ArchiveRef()); err != nil {
+		m.cfg.Logger.Warn("sandbox: delete the archive a newer one replaced; it stays until the sandbox retires", "sandbox", was.ID, "generation", was.ArchiveGen, "err", err)
+	}
+}
+
+// dropUnrecorded deletes an archive just written whose record write was
+// refused (not failed: a failed write may have been made), which no
+// record names.
+func (m *Manager) dropUnrecorded(ctx context.Context, ref archive.Ref) {
+	if err := m.cfg.Archives.Delete(context.WithoutCancel(ctx), ref); err != nil {
+		m.cfg.Logger.Warn("sandbox: delete an archive no record names; it stays until the sandbox retires", "sandbox", ref.ID, "generation", ref.Gen, "err", err)
+	}
 }
 
 // skippedNote names what an archive left out, the first few by path.

@@ -165,10 +165,15 @@ func (e *env) wantState(want sandbox.State) sandbox.Record {
 	return rec
 }
 
-// archived returns the files in the sandbox's archive with their content.
+// archived returns the files in the archive the sandbox's record names,
+// with their content.
 func (e *env) archived(id string) map[string]string {
 	e.t.Helper()
-	rc, _, err := e.archives.Open(context.Background(), id)
+	rec, err := e.cfg.Store.Get(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rc, _, err := e.archives.Open(context.Background(), rec.ArchiveRef())
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -142,6 +142,8 @@ func (m *Manager) retire(ctx context.Context, stored Record) error {
 		return fmt.Errorf("sandbox: record retirement of %s: %w", rec.ID, err)
 	}
 	failpoint("retire.recorded")
+	m.dropArchive(ctx, b.rec, rec) // archived again just above, if at all
+	m.sweepArchives(ctx, rec)
 	b.rec = rec
 	m.forget(b)
 	m.notify(rec)
@@ -149,6 +151,28 @@ func (m *Manager) retire(ctx context.Context, stored Record) error {
 		return fmt.Errorf("sandbox: retire %s: %w", rec.ID, err)
 	}
 	return nil
+}
+
+// sweepArchives deletes the archives of a sandbox just retired that its
+// record does not name and that were written before its last suspension:
+// what a crash between an upload and the write of its record left. An
+// upload still under way (a replica archiving a folder it kept, an
+// Archive.upload) is newer than the suspension and is left to its writer,
+// which records it or deletes it.
+func (m *Manager) sweepArchives(ctx context.Context, rec Record) {
+	all, err := m.cfg.Archives.List(ctx, rec.ID)
+	if err != nil {
+		m.cfg.Logger.Warn("sandbox: list the archives of a retired sandbox; unrecorded ones stay until its archive is deleted", "sandbox", rec.ID, "err", err)
+		return
+	}
+	for _, a := range all {
+		if a.Ref() == rec.ArchiveRef() || !a.ModTime.Before(rec.SuspendedAt) {
+			continue
+		}
+		if err := m.cfg.Archives.Delete(ctx, a.Ref()); err != nil {
+			m.cfg.Logger.Warn("sandbox: delete an archive no record names", "sandbox", rec.ID, "generation", a.Gen, "err", err)
+		}
+	}
 }
 
 // Recover runs once at server start, before any exec. It finishes what a
@@ -219,9 +243,23 @@ func (m *Manager) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// OpenArchive returns a sandbox's archive (tar + gzip) for download.
+// OpenArchive returns the archive (tar + gzip) a sandbox's record names,
+// for download. A suspension elsewhere may record a newer archive and
+// delete this one between the read and the open: then it is read again.
 func (m *Manager) OpenArchive(ctx context.Context, id string) (io.ReadCloser, archive.Info, error) {
-	return m.cfg.Archives.Open(ctx, id)
+	for try := 0; ; try++ {
+		rec, err := m.cfg.Store.Get(ctx, id)
+		if err != nil {
+			return nil, archive.Info{}, fmt.Errorf("sandbox: archive of %s: %w", id, err)
+		}
+		rc, info, err := m.cfg.Archives.Open(ctx, rec.ArchiveRef())
+		if !errors.Is(err, archive.ErrNotExist) || try == 2 {
+			return rc, info, err
+		}
+		if now, gerr := m.cfg.Store.Get(ctx, id); gerr != nil || now.ArchiveRef() == rec.ArchiveRef() {
+			return rc, info, err
+		}
+	}
 }
 
 // DeleteArchive deletes a retired sandbox's archive; its next exec starts
@@ -237,11 +275,12 @@ func (m *Manager) DeleteArchive(ctx context.Context, id string) error {
 	if b.gone || b.rec.ID != id || b.rec.State != StateRetired {
 		return ErrNotRetired
 	}
-	if err := m.cfg.Archives.Delete(ctx, id); err != nil {
+	if err := archive.DeleteAll(ctx, m.cfg.Archives, id); err != nil {
 		return err
 	}
 	rec := b.rec
 	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveSHA256, rec.ArchiveError, rec.ArchiveNote = 0, time.Time{}, "", "", ""
+	rec.ArchiveGen = ""
 	if err := m.cfg.Store.Put(ctx, rec); err != nil {
 		return fmt.Errorf("sandbox: record archive deletion of %s: %w", id, err)
 	}

@@ -112,8 +112,10 @@ func (m *Manager) rearchive(ctx context.Context, stored Record) error {
 	// With replicas, the record is written back only while it is as read:
 	// another replica may have changed it since the list (taken the sandbox
 	// over, restored or retired it). It is looked at again before the
-	// upload, which replaces the store's object, and the write is
-	// conditional, for a change during the upload.
+	// upload, which spares an upload thrown away, and the write is
+	// conditional, for a change during the upload. The upload is a new
+	// generation (archive.Save), so even a late one never replaces the
+	// archive another replica recorded meanwhile.
 	expect := b.rec
 	cond, _ := m.cfg.Store.(CondStore)
 	if cond != nil {
@@ -154,8 +156,10 @@ func (m *Manager) rearchive(ctx context.Context, stored Record) error {
 		return fmt.Errorf("sandbox: record archive of %s: %w", rec.ID, err)
 	}
 	if !wrote {
+		m.dropUnrecorded(ctx, rec.ArchiveRef())
 		return m.keptSuperseded(ctx, b, Record{})
 	}
+	m.dropArchive(ctx, expect, rec)
 	b.rec = rec
 	m.notify(rec)
 	m.usage(rec, UsageArchiveBytes, float64(rec.ArchiveBytes), now)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/subako/subako/runtime/sandbox/archive"
 )
 
 // State is where a sandbox is in its lifecycle.
@@ -43,6 +45,11 @@ type Record struct {
 	// written: at a restart it tells the complete archive of an interrupted
 	// suspension from one that is not the one recorded.
 	ArchiveSHA256 string `json:"archive_sha256,omitempty"`
+	// ArchiveGen is the generation of the archive the record names (see
+	// archive.Ref): each archive is stored under a new one, so no upload
+	// replaces an archive a record names. "" is the one archive per
+	// sandbox kept before generations.
+	ArchiveGen string `json:"archive_gen,omitempty"`
 	// ArchiveError is why the last archiving failed; the previous archive
 	// (ArchiveBytes, ArchiveAt) is still the one kept.
 	ArchiveError string `json:"archive_error,omitempty"`
@@ -53,6 +60,9 @@ type Record struct {
 	// process or when not running), as the Store last read it.
 	Owner string `json:"owner,omitempty"`
 }
+
+// ArchiveRef names the archive the record names in the archive store.
+func (r Record) ArchiveRef() archive.Ref { return archive.Ref{ID: r.ID, Gen: r.ArchiveGen} }
 
 // ErrNotFound is returned by a Store for an unknown sandbox.
 var ErrNotFound = errors.New("sandbox: not found")
@@ -74,14 +84,15 @@ type Store interface {
 // the sandbox over, restored or retired it) is never overwritten.
 type CondStore interface {
 	// PutIf writes rec if the stored record of rec.ID still has expect's
-	// State, Owner, ArchiveSHA256 and ArchiveError, and reports whether it
-	// did.
+	// State, Owner, ArchiveSHA256, ArchiveGen and ArchiveError, and
+	// reports whether it did.
 	PutIf(ctx context.Context, rec, expect Record) (bool, error)
 }
 
 // sameGeneration: the fields PutIf compares.
 func sameGeneration(a, b Record) bool {
-	return a.State == b.State && a.Owner == b.Owner && a.ArchiveSHA256 == b.ArchiveSHA256 && a.ArchiveError == b.ArchiveError
+	return a.State == b.State && a.Owner == b.Owner && a.ArchiveSHA256 == b.ArchiveSHA256 &&
+		a.ArchiveGen == b.ArchiveGen && a.ArchiveError == b.ArchiveError
 }
 
 // MemStore is a Store in memory, for tests and for trying things out.

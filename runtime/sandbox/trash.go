@@ -111,9 +111,9 @@ func (m *Manager) archiveRecorded(ctx context.Context, rec Record) bool {
 		return false
 	}
 	if rec.ArchiveSHA256 == "" { // recorded before checksums were kept
-		info, err := m.cfg.Archives.Stat(ctx, rec.ID)
+		info, err := m.cfg.Archives.Stat(ctx, rec.ArchiveRef())
 		return err == nil && info.Bytes == rec.ArchiveBytes
 	}
-	sum, err := archive.Checksum(ctx, m.cfg.Archives, rec.ID)
+	sum, err := archive.Checksum(ctx, m.cfg.Archives, rec.ArchiveRef())
 	return err == nil && sum == rec.ArchiveSHA256
 }

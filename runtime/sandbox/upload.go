@@ -74,7 +74,7 @@ func (m *Manager) UploadArchive(ctx context.Context, id string, body io.Reader, 
 // from the store, the box's record from memory: PostgreSQL keeps times to the
 // microsecond, so the box's nanoseconds would never match it.
 func sameArchive(a, b Record) bool {
-	return a.ArchiveSHA256 == b.ArchiveSHA256 &&
+	return a.ArchiveSHA256 == b.ArchiveSHA256 && a.ArchiveGen == b.ArchiveGen &&
 		a.ArchiveAt.Truncate(time.Microsecond).Equal(b.ArchiveAt.Truncate(time.Microsecond))
 }
 
@@ -92,11 +92,12 @@ func (m *Manager) commitUpload(ctx context.Context, b *box, staged *archive.Stag
 	}
 	now := m.now()
 	rec := b.rec
-	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveSHA256 = info.Bytes, now, info.SHA256
+	rec.ArchiveBytes, rec.ArchiveAt, rec.ArchiveSHA256, rec.ArchiveGen = info.Bytes, now, info.SHA256, info.Gen
 	rec.ArchiveError, rec.ArchiveNote = "", note
 	if err := m.cfg.Store.Put(ctx, rec); err != nil {
 		return Record{}, fmt.Errorf("sandbox: record uploaded archive of %s: %w", rec.ID, err)
 	}
+	m.dropArchive(ctx, b.rec, rec)
 	b.rec = rec
 	m.notify(rec)
 	m.usage(rec, UsageArchiveBytes, float64(rec.ArchiveBytes), now)

@@ -122,7 +122,7 @@ func TestRecoverKeepsTheFolderWhenTheArchiveIsNotTheRecordedOne(t *testing.T) {
 	f, _ := e.archives.TempFile(rec.ID)
 	f.Write(archiveOf(t, map[string]string{"notes.txt": "damaged\n"}))
 	f.Close()
-	if _, err := e.archives.Put(context.Background(), rec.ID, f.Name()); err != nil {
+	if _, err := e.archives.Put(context.Background(), rec.ArchiveRef(), f.Name()); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)

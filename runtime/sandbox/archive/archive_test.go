@@ -179,13 +179,13 @@ func TestSaveOverLimitKeepsPreviousArchive(t *testing.T) {
 	if !errors.As(err, &tooLarge) || !strings.Contains(err.Error(), "1 MiB compressed limit (max_archive_bytes 1048576)") {
 		t.Fatalf("error = %v, want a TooLargeError naming the limit", err)
 	}
-	after, err := store.Stat(ctx, "sbx1")
+	after, err := store.Stat(ctx, first.Ref())
 	if err != nil || after.Bytes != first.Bytes {
 		t.Fatalf("archive after failed save = %+v, %v; want the first one (%d bytes)", after, err, first.Bytes)
 	}
 	assertOnlyArchives(t, store)
 	dst := t.TempDir()
-	if _, err := Load(ctx, store, "sbx1", dst, RestoreOptions{}); err != nil {
+	if _, err := Load(ctx, store, first.Ref(), dst, RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dst, "notes.txt")); string(b) != "version one" {
@@ -209,13 +209,13 @@ func TestStoreRefusesBadIDsAndReportsMissing(t *testing.T) {
 	if _, err := store.TempFile("../x"); err == nil || !strings.Contains(err.Error(), `id "../x"`) {
 		t.Errorf("TempFile(../x) error = %v", err)
 	}
-	if _, err := store.Stat(ctx, "nope"); !errors.Is(err, ErrNotExist) {
+	if _, err := store.Stat(ctx, Ref{ID: "nope"}); !errors.Is(err, ErrNotExist) {
 		t.Errorf("Stat(missing) = %v, want ErrNotExist", err)
 	}
-	if _, _, err := store.Open(ctx, "nope"); !errors.Is(err, ErrNotExist) {
+	if _, _, err := store.Open(ctx, Ref{ID: "nope", Gen: NewGen()}); !errors.Is(err, ErrNotExist) {
 		t.Errorf("Open(missing) = %v, want ErrNotExist", err)
 	}
-	if err := store.Delete(ctx, "nope"); err != nil {
+	if err := store.Delete(ctx, Ref{ID: "nope"}); err != nil {
 		t.Errorf("Delete(missing) = %v, want nil", err)
 	}
 }

@@ -13,12 +13,12 @@ import (
 // ErrStop ends Browse early without an error.
 var ErrStop = errors.New("archive: stop browsing")
 
-// Browse reads id's stored archive entry by entry, without unpacking it:
+// Browse reads the stored archive ref entry by entry, without unpacking it:
 // visit gets each entry's cleaned name (never "", never "..", never
 // absolute) and header, and a reader of a file's content valid until it
 // returns. Returning ErrStop ends the walk early.
-func Browse(ctx context.Context, store Store, id string, visit func(name string, hdr *tar.Header, r io.Reader) error) error {
-	rc, _, err := store.Open(ctx, id)
+func Browse(ctx context.Context, store Store, ref Ref, visit func(name string, hdr *tar.Header, r io.Reader) error) error {
+	rc, _, err := store.Open(ctx, ref)
 	if err != nil {
 		return err
 	}

@@ -56,14 +56,14 @@ func TestBrowseStopsAtTheDeadlineInsideAnEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := store.Put(context.Background(), "sbx_bomb", f.Name()); err != nil {
+	if _, err := store.Put(context.Background(), archive.Ref{ID: "sbx_bomb"}, f.Name()); err != nil {
 		t.Fatal(err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = archive.Browse(ctx, store, "sbx_bomb", func(string, *tar.Header, io.Reader) error { return nil })
+	err = archive.Browse(ctx, store, archive.Ref{ID: "sbx_bomb"}, func(string, *tar.Header, io.Reader) error { return nil })
 	took := time.Since(start)
 	if err == nil {
 		t.Errorf("browsing past the deadline ended without an error")

@@ -36,7 +36,7 @@ func TestKilledArchivingLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goodBytes, _ := os.ReadFile(filepath.Join(storeDir, "sbx1.tar.gz"))
+	goodBytes, _ := os.ReadFile(filepath.Join(storeDir, FileName(good.Ref())))
 	for i := range 6 {
 		randomFile(t, filepath.Join(ws, "noise"+string(rune('a'+i))), 16<<20)
 	}
@@ -50,7 +50,7 @@ func TestKilledArchivingLosesNothing(t *testing.T) {
 	child.Process.Kill()
 	child.Wait()
 
-	if now, _ := os.ReadFile(filepath.Join(storeDir, "sbx1.tar.gz")); !bytes.Equal(now, goodBytes) {
+	if now, _ := os.ReadFile(filepath.Join(storeDir, FileName(good.Ref()))); !bytes.Equal(now, goodBytes) {
 		t.Fatal("the archive changed although archiving was killed before it finished")
 	}
 	if _, err := os.Stat(temp); err != nil {
@@ -61,11 +61,11 @@ func TestKilledArchivingLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertOnlyArchives(t, reopened)
-	if info, err := reopened.Stat(ctx, "sbx1"); err != nil || info.Bytes != good.Bytes {
+	if info, err := reopened.Stat(ctx, good.Ref()); err != nil || info.Bytes != good.Bytes {
 		t.Fatalf("after restart: %+v, %v; want the good archive", info, err)
 	}
 	dst := t.TempDir()
-	if _, err := Load(ctx, reopened, "sbx1", dst, RestoreOptions{}); err != nil {
+	if _, err := Load(ctx, reopened, good.Ref(), dst, RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dst, "notes.txt")); string(b) != "the good version" {

@@ -20,7 +20,7 @@ func (e *InvalidError) Error() string {
 func (e *InvalidError) Unwrap() error { return e.Err }
 
 // Staged is an uploaded archive that passed its checks, waiting in a
-// temporary file of the store to replace id's archive.
+// temporary file of the store to become id's archive.
 type Staged struct {
 	store  Store
 	id     string
@@ -78,9 +78,10 @@ func (s *Staged) fill(ctx context.Context, f *os.File, body io.Reader, lim Limit
 	return nil
 }
 
-// Commit makes the staged file id's archive in one step.
+// Commit makes the staged file a new generation of id's archive
+// (Info.Gen) in one step; the archive a record names stays as it is.
 func (s *Staged) Commit(ctx context.Context) (Info, error) {
-	info, err := s.store.Put(ctx, s.id, s.path)
+	info, err := s.store.Put(ctx, Ref{ID: s.id, Gen: NewGen()}, s.path)
 	if err != nil {
 		return Info{}, err
 	}
