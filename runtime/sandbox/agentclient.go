@@ -23,7 +23,15 @@ var answerSlack = 10 * time.Second
 // errAgentSilent is why a machine whose agent stopped answering is given up;
 // it matches ErrMachineExited, so the manager keeps /workspace and the next
 // exec starts a fresh machine.
-var errAgentSilent = fmt.Errorf("%w: its agent did not answer within the exec's timeout (a command may have stopped it)", ErrMachineExited)
+var errAgentSilent error = machineExited("its agent did not answer within the exec's timeout (a command may have stopped it)")
+
+// machineExited is ErrMachineExited with why (not fmt.Errorf at package
+// init: the agent links this file, and its start would run fmt's first
+// use).
+type machineExited string
+
+func (e machineExited) Error() string { return ErrMachineExited.Error() + ": " + string(e) }
+func (e machineExited) Unwrap() error { return ErrMachineExited }
 
 // AgentClient is the host's end of the agent connection. Drivers give it the
 // agent's stdout (r) and stdin (w). Exec is safe for concurrent use.

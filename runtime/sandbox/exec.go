@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -65,7 +64,18 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// validEnvName reports whether name is a shell variable name: letters,
+// digits and _, not starting with a digit. (Not a regexp: the agent links
+// this file, and regexp's init would run at every cold start.)
+func validEnvName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return name != ""
+}
 
 // Validate checks the request against the exec limits. A zero TimeoutSecs and
 // an empty Cwd are valid: WithDefaults fills them in.
@@ -100,7 +110,7 @@ func validateEnv(env map[string]string) []error {
 		errs = append(errs, &FieldError{"env", fmt.Sprintf("has %d variables, the limit is %d", len(env), MaxEnvVars)})
 	}
 	for name, value := range env {
-		if !envName.MatchString(name) || len(name) > 256 {
+		if !validEnvName(name) || len(name) > 256 {
 			errs = append(errs, &FieldError{"env." + name, "is not a valid variable name: letters, digits and _, not starting with a digit, at most 256 characters"})
 			continue
 		}
