@@ -65,6 +65,22 @@ func (m *Manager) flushActivity(ctx context.Context, b *box) error {
 	}
 	if m.cfg.Owner != nil {
 		// A replica that lost the sandbox must not record it as its own.
+		// With a CondStore the write itself is conditional on the record
+		// still naming this replica running it: a takeover landing between
+		// a Holds and a Put would be overwritten (the record pointing back
+		// at this replica while the new owner runs the sandbox).
+		if cond, ok := m.cfg.Store.(CondStore); ok {
+			expect := b.rec
+			expect.State, expect.Owner = StateRunning, m.self()
+			wrote, err := cond.PutIf(ctx, b.rec, expect)
+			if err != nil {
+				return fmt.Errorf("sandbox: record last activity of %s: %w", b.rec.ID, err)
+			}
+			if wrote {
+				b.storedActive = b.rec.LastActiveAt
+			}
+			return nil // not written: superseded, found at the suspension
+		}
 		if held, err := m.cfg.Owner.Holds(ctx, b.id); err != nil || !held {
 			return err
 		}
