@@ -40,6 +40,18 @@ func (s takeoverStore) PutIf(ctx context.Context, rec, expect sandbox.Record) (b
 	return s.condStore.PutIf(ctx, rec, expect)
 }
 
+// newTakeoverEnv is an env whose manager is replica a over a takeoverStore
+// that hands the sandbox to replica b.
+func newTakeoverEnv(t *testing.T) (*env, takeoverStore) {
+	var store takeoverStore
+	e := newEnv(t, func(c *sandbox.Config) {
+		store = takeoverStore{condStore: condStore{MemStore: c.Store.(*sandbox.MemStore), me: "a", mu: &sync.Mutex{}},
+			armed: &atomic.Bool{}, to: "b"}
+		c.Store, c.Owner = store, condOwner{store.condStore}
+	})
+	return e, store
+}
+
 // TestActivityFlushNeverOverwritesATakeover: replica a records a running
 // sandbox's last activity at a Tick. Another replica (b) takes the
 // sandbox over after a's ownership check and before its write; the record
@@ -47,12 +59,7 @@ func (s takeoverStore) PutIf(ctx context.Context, rec, expect sandbox.Record) (b
 // while b runs the sandbox. (Failed with flushActivity's Holds followed by
 // an unconditional Put: owner a.)
 func TestActivityFlushNeverOverwritesATakeover(t *testing.T) {
-	var store takeoverStore
-	e := newEnv(t, func(c *sandbox.Config) {
-		store = takeoverStore{condStore: condStore{MemStore: c.Store.(*sandbox.MemStore), me: "a", mu: &sync.Mutex{}},
-			armed: &atomic.Bool{}, to: "b"}
-		c.Store, c.Owner = store, condOwner{store.condStore}
-	})
+	e, store := newTakeoverEnv(t)
 	e.exec("true")
 	if got := e.rec().Owner; got != "a" {
 		t.Fatalf("owner after the first exec = %q, want a", got)
@@ -67,5 +74,35 @@ func TestActivityFlushNeverOverwritesATakeover(t *testing.T) {
 	rec := e.rec()
 	if rec.Owner != "b" || rec.State != sandbox.StateRunning {
 		t.Fatalf("after the takeover and a's Tick: owner %q, state %s; want b, running", rec.Owner, rec.State)
+	}
+}
+
+// TestSuspensionNeverOverwritesATakeover: replica a suspends an idle
+// sandbox; another replica (b) takes it over after a's ownership check,
+// while a archives. a's record of the suspension must not land over b's
+// running record (it did: state suspended, owner "", while b ran the
+// sandbox), its upload is deleted and its folder set aside.
+func TestSuspensionNeverOverwritesATakeover(t *testing.T) {
+	e, store := newTakeoverEnv(t)
+	e.exec("echo a > notes.txt")
+	before := e.rec()
+	store.armed.Store(true)
+	e.tick(sandbox.DefaultIdleTimeout + time.Second)
+	if store.armed.Load() {
+		t.Fatal("the Tick wrote no record: the test no longer reaches the suspension")
+	}
+	rec := e.rec()
+	if rec.Owner != "b" || rec.State != sandbox.StateRunning || rec.ArchiveGen != before.ArchiveGen {
+		t.Fatalf("after the takeover and a's suspension: owner %q, state %s, generation %q; want b, running, %q",
+			rec.Owner, rec.State, rec.ArchiveGen, before.ArchiveGen)
+	}
+	all, err := e.archives.List(context.Background(), rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range all {
+		if a.Ref() != rec.ArchiveRef() {
+			t.Errorf("archive %s left in the store, no record names it", a.Ref())
+		}
 	}
 }

@@ -134,6 +134,14 @@ func (m *Manager) suspendLocked(ctx context.Context, b *box, billUntil time.Time
 	if gone, err := m.superseded(ctx, b); gone || err != nil {
 		return err
 	}
+	// A machine that ran here is recorded suspended only while the record
+	// still names this replica running it: a takeover landing after the
+	// check above (during the archiving, say) must not be overwritten with
+	// "suspended" while the new owner runs the sandbox.
+	cond, _ := m.cfg.Store.(CondStore)
+	expect := b.rec
+	expect.State, expect.Owner = StateRunning, m.self()
+	conditional := cond != nil && m.cfg.Owner != nil && b.machine != nil
 	if b.machine != nil {
 		if err := b.machine.Stop(); err != nil {
 			m.cfg.Logger.Warn("sandbox: stop", "sandbox", b.rec.ID, "err", err)
@@ -151,7 +159,18 @@ func (m *Manager) suspendLocked(ctx context.Context, b *box, billUntil time.Time
 	ran := max(billUntil.Sub(rec.StartedAt).Seconds(), 0)
 	rec.MachineSeconds += ran
 	rec.State, rec.SuspendedAt = StateSuspended, now
-	if err := m.cfg.Store.Put(ctx, rec); err != nil {
+	if conditional {
+		wrote, err := cond.PutIf(ctx, rec, expect)
+		if err != nil {
+			return fmt.Errorf("sandbox: record suspension of %s: %w", rec.ID, err)
+		}
+		if !wrote {
+			if archived {
+				m.dropUnrecorded(ctx, rec.ArchiveRef())
+			}
+			return m.keptSuperseded(ctx, b, Record{})
+		}
+	} else if err := m.cfg.Store.Put(ctx, rec); err != nil {
 		return fmt.Errorf("sandbox: record suspension of %s: %w", rec.ID, err)
 	}
 	failpoint("suspend.recorded")
