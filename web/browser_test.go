@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +98,86 @@ func attr(t *testing.T, ctx context.Context, sel, name string) string {
 func steps(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatalf("%s: %v", what, err)
+		t.Fatalf("%s: %v\n%s", what, err, whereThingsStand(ctx))
+	}
+}
+
+// whereThingsStand says, for a step that failed, what the page in front shows
+// and which console requests the server is still in, so that a wait which ran
+// out names a click that did nothing (the old page still up, its dialog open),
+// a page that never came, a handler that never returned, or a page that came
+// but that chromedp's copy of the DOM (which its queries wait on) missed,
+// rather than only "context deadline exceeded". The page is read with
+// Runtime.evaluate, outside that copy, on a context of its own, since the
+// test's may have just run out.
+func whereThingsStand(ctx context.Context) string {
+	cx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	state, err := chromedp.Run(cx, chromedp.Evaluate[string](pageStateJS))
+	if err != nil {
+		state = "not readable: " + err.Error()
+	}
+	return "page: " + state + "\nserver: " + busyHandlers()
+}
+
+// pageStateJS sums up the page: where it is, whether it has loaded, whether
+// it is still the page a test marked (window.notReloaded, beforeSubmit), its
+// dialogs, flashes and focus, and how its document was fetched.
+const pageStateJS = `(() => {
+	const id = e => e ? (e.getAttribute("data-testid") || e.id || e.tagName.toLowerCase()) : null;
+	const nav = performance.getEntriesByType("navigation")[0];
+	return JSON.stringify({
+		url: location.href, ready: document.readyState, title: document.title,
+		marked: {notReloaded: window.notReloaded === true, beforeSubmit: window.beforeSubmit === true},
+		dialogs: [...document.querySelectorAll("dialog")].map(d => ({id: id(d), open: d.open, returnValue: d.returnValue})),
+		flashes: [...document.querySelectorAll("[data-testid=flash]")].map(f => f.innerText),
+		focus: id(document.activeElement),
+		document: nav && {type: nav.type, redirects: nav.redirectCount, status: nav.responseStatus,
+			fetchedMs: Math.round(nav.responseEnd), loadedMs: Math.round(nav.loadEventEnd)},
+		ageMs: Math.round(performance.now()),
+	});
+})()`
+
+// busyHandlers lists the goroutines serving an HTTP request inside Subako's
+// code, the event streams waiting for their next event left out: after a
+// wait ran out, one of these is a request that has not been answered.
+func busyHandlers() string {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	var busy []string
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, "net/http.(*conn).serve") && strings.Contains(g, "github.com/subako/subako/") &&
+			!strings.Contains(g, "(*sseStream).await") {
+			busy = append(busy, g)
+		}
+	}
+	if len(busy) == 0 {
+		return "no request in progress but event streams"
+	}
+	n := len(busy)
+	if n > 10 {
+		busy = append(busy[:10], "…")
+	}
+	return fmt.Sprintf("%d request(s) in progress:\n%s", n, strings.Join(busy, "\n\n"))
+}
+
+// waitPage waits until cond holds in the page in front, reading it with
+// Runtime.evaluate in whatever document is there, so it waits across a
+// navigation without chromedp's copy of the DOM (chromedp's own queries
+// depend on it). While the browser is between documents the evaluation fails
+// and is tried again. When the test's time runs out it says where things stand.
+func waitPage(t *testing.T, ctx context.Context, what, cond string) {
+	t.Helper()
+	js := `document.readyState === "complete" && (` + cond + `)`
+	for {
+		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err == nil && ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v (waiting for %s)\n%s", what, ctx.Err(), cond, whereThingsStand(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
