@@ -161,26 +161,6 @@ func busyHandlers() string {
 	return fmt.Sprintf("%d request(s) in progress:\n%s", n, strings.Join(busy, "\n\n"))
 }
 
-// waitPage waits until cond holds in the page in front, reading it with
-// Runtime.evaluate in whatever document is there, so it waits across a
-// navigation without chromedp's copy of the DOM (chromedp's own queries
-// depend on it). While the browser is between documents the evaluation fails
-// and is tried again. When the test's time runs out it says where things stand.
-func waitPage(t *testing.T, ctx context.Context, what, cond string) {
-	t.Helper()
-	js := `document.readyState === "complete" && (` + cond + `)`
-	for {
-		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err == nil && ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v (waiting for %s)\n%s", what, ctx.Err(), cond, whereThingsStand(ctx))
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 func css(s string) chromedp.CSS { return chromedp.CSS(s) }
 
 func TestBrowserSetupLoginLogout(t *testing.T) {
@@ -233,16 +213,20 @@ func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 }
 
 // waitNewPage waits until the page marked with window.beforeSubmit has been
-// replaced by a loaded page where cond holds. Evaluating while the browser
-// navigates fails, so it simply tries again.
+// replaced by a loaded page where cond holds, for up to 30 s. It reads
+// whatever document is in front with Runtime.evaluate, not chromedp's copy
+// of the DOM (which its queries wait on, and which can miss a page that came
+// after a navigation); evaluating while the browser navigates fails, so it
+// simply tries again. If the page never comes it says where things stand.
 func waitNewPage(t *testing.T, ctx context.Context, cond string) {
 	t.Helper()
 	js := `window.beforeSubmit === undefined && document.readyState === "complete" && (` + cond + `)`
-	for range 200 {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err == nil && ok {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("the next page never came: %s", cond)
+	t.Fatalf("the next page never came: %s\n%s", cond, whereThingsStand(ctx))
 }

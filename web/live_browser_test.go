@@ -129,9 +129,11 @@ func TestBrowserConfirmDialog(t *testing.T) {
 		chromedp.Click(css(remove)),
 		pollFront(dialogOpen, 5*time.Second),
 	)
-	steps(t, ctx, "confirm", chromedp.Click(css(`[data-testid=confirm-ok]`)))
-	// A new page (the one marked notReloaded has gone) with the flash.
-	waitPage(t, ctx, "confirm removes", `window.notReloaded === undefined && document.querySelector("[data-testid=flash]") !== null`)
+	steps(t, ctx, "confirm",
+		void(chromedp.Evaluate[bool](`window.beforeSubmit = true`)),
+		chromedp.Click(css(`[data-testid=confirm-ok]`)),
+	)
+	waitNewPage(t, ctx, `document.querySelector("[data-testid=flash]") !== null`)
 	if kept := grantNames(t, w, draft.ID); strings.Contains(kept, "everything") {
 		t.Fatalf("confirming did not remove the grant: %s", kept)
 	}
