@@ -38,6 +38,11 @@ func RunAgentIfRequested() {
 // kills whatever is still running and returns.
 func ServeAgent(in io.Reader, out io.Writer) error {
 	a := &agent{out: out, running: map[uint64]context.CancelFunc{}, baseEnv: startEgress(agentBaseEnv())}
+	// The first exec's init starts while the host hears the hello and
+	// sends that exec: most machines are started for an exec.
+	if a.warm.begin() {
+		go a.warm.finish(a.baseEnv)
+	}
 	if err := a.send(frame{Type: frameHello}); err != nil {
 		return fmt.Errorf("agent: hello: %w", err)
 	}

@@ -37,7 +37,7 @@ func runCommand(ctx context.Context, req ExecRequest, baseEnv []string, warm *wa
 
 	newPID := canNewPID()
 	if newPID && req.Cwd == DefaultCwd && len(req.Env) == 0 && warm != nil {
-		if w := warm.take(); w != nil {
+		if w := warm.take(ctx); w != nil {
 			res, err := w.run(ctx, req)
 			if !errors.Is(err, errWarmGone) {
 				return res, err

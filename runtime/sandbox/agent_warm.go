@@ -72,59 +72,90 @@ func (s *switchWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// warmPool holds at most one warm init.
+// warmPool holds at most one warm init, and knows when one is being started.
 type warmPool struct {
 	mu       sync.Mutex
 	ready    *warmInit
-	starting bool
+	starting chan struct{} // closed when the init being started is ready (or failed); nil when none is
 	closed   bool
 }
 
-// take hands out the waiting init, if any.
-func (p *warmPool) take() *warmInit {
+// take hands out the waiting init, if any. An init being started is waited
+// for (until ctx ends): its start is already under way, so taking it costs
+// at most what starting a cold one would.
+func (p *warmPool) take(ctx context.Context) *warmInit {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	if p.ready == nil && p.starting != nil {
+		starting := p.starting
+		p.mu.Unlock()
+		select {
+		case <-starting:
+		case <-ctx.Done():
+		}
+		p.mu.Lock()
+	}
 	w := p.ready
 	p.ready = nil
+	p.mu.Unlock()
 	return w
+}
+
+// begin marks a start of the next warm init under way, unless one waits,
+// is starting, or the pool is closed (or cannot hold inits here); the
+// caller that gets true must call finish.
+func (p *warmPool) begin() bool {
+	if !canNewPID() || !hasDevFD() {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ready != nil || p.starting != nil || p.closed {
+		return false
+	}
+	p.starting = make(chan struct{})
+	return true
+}
+
+// finish starts the init begin marked and hands it to the pool (or ends it
+// if the pool closed meanwhile).
+func (p *warmPool) finish(baseEnv []string) {
+	w, err := startWarmInit(baseEnv)
+	p.mu.Lock()
+	closed := p.closed
+	if err == nil && !closed {
+		p.ready = w
+	}
+	starting := p.starting
+	p.starting = nil
+	p.mu.Unlock()
+	if err == nil && closed {
+		w.discard()
+	}
+	close(starting)
 }
 
 // refill starts the next warm init unless one waits or is starting. It is
 // called after an exec's answer went out, so its cost is between execs.
 func (p *warmPool) refill(baseEnv []string) {
-	if !canNewPID() || !hasDevFD() {
-		return
+	if p.begin() {
+		p.finish(baseEnv)
 	}
-	p.mu.Lock()
-	if p.ready != nil || p.starting || p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.starting = true
-	p.mu.Unlock()
-	w, err := startWarmInit(baseEnv)
-	p.mu.Lock()
-	p.starting = false
-	if err == nil && p.closed {
-		p.mu.Unlock()
-		w.discard()
-		return
-	}
-	if err == nil {
-		p.ready = w
-	}
-	p.mu.Unlock()
 }
 
-// close ends the waiting init and starts no more.
+// close ends the waiting init, and one being started once it is, and
+// starts no more.
 func (p *warmPool) close() {
 	p.mu.Lock()
 	p.closed = true
 	w := p.ready
 	p.ready = nil
+	starting := p.starting
 	p.mu.Unlock()
 	if w != nil {
 		w.discard()
+	}
+	if starting != nil {
+		<-starting // finish sees closed and discards it
 	}
 }
 

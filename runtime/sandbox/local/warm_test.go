@@ -10,16 +10,18 @@ import (
 	"github.com/subako/subako/runtime/sandbox"
 )
 
-// An exec that takes the warm init the agent started after the previous
-// exec (issue 11) sees what one under a fresh init sees: the same
-// environment, folder, $$ and parent, descriptors, stdin, and the same
-// signals and exit codes.
+// An exec that takes a warm init (issue 11: the agent starts one as it says
+// hello, and the next after each exec) sees what one under a fresh init
+// sees: the same environment, folder, $$ and parent, descriptors, stdin,
+// and the same signals and exit codes.
 func TestWarmExecSeesWhatAColdOneSees(t *testing.T) {
 	m := start(t, newDriver(t, Config{}), sandbox.Spec{})
-	const probe = `env | sort; echo "pid=$$ ppid=$PPID"; pwd; ls /proc/self/fd | tr '\n' ' '; echo; readlink /proc/self/fd/0; echo "stdin=$(cat)"
+	// An exec with variables of its own always runs under a cold init; the
+	// probe leaves its variable out of what it prints.
+	const probe = `env | grep -v '^SUBAKO_PROBE=' | sort; echo "pid=$$ ppid=$PPID"; pwd; ls /proc/self/fd | tr '\n' ' '; echo; readlink /proc/self/fd/0; echo "stdin=$(cat)"
 for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'subako_[c]ommand' >&2`
-	probeRun := func() (string, bool) {
-		res, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: probe, TimeoutSecs: 30})
+	probeRun := func(env map[string]string) (string, bool) {
+		res, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: probe, Env: env, TimeoutSecs: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,20 +30,28 @@ for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'subako
 		}
 		return res.Stdout, strings.TrimSpace(res.Stderr) == "1" // its own init is a warm one
 	}
-	cold, warm := probeRun()
+	first, warm := probeRun(nil)
+	if !warm {
+		t.Fatal("the first exec of a machine did not take the init the agent started at its hello")
+	}
+	cold, warm := probeRun(map[string]string{"SUBAKO_PROBE": "cold"})
 	if warm {
-		t.Fatal("the first exec of a machine ran under a warm init")
+		t.Fatal("an exec with variables of its own ran under a warm init")
+	}
+	if first != cold {
+		t.Errorf("a warm exec sees\n%s\na cold one\n%s", first, cold)
 	}
 	var got string
+	warm = false
 	for i := 0; i < 50 && !warm; i++ {
 		time.Sleep(100 * time.Millisecond)
-		got, warm = probeRun()
+		got, warm = probeRun(nil)
 	}
 	if !warm {
-		t.Fatal("no exec took a warm init")
+		t.Fatal("no later exec took a warm init")
 	}
 	if got != cold {
-		t.Errorf("a warm exec sees\n%s\na cold one\n%s", got, cold)
+		t.Errorf("a later warm exec sees\n%s\na cold one\n%s", got, cold)
 	}
 
 	// Signals, exit codes, stdin, a timeout and background processes, taken
