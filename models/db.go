@@ -6,6 +6,7 @@ package models
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	moderncsqlite "modernc.org/sqlite"
 )
 
 // Dialect names the SQL dialect a database speaks; migrations are kept per dialect.
@@ -160,7 +162,7 @@ func Open(dataDir, url string) (*DB, error) {
 	// WAL index keeps POSIX locks; LockSQLite's flock is on a file of its own).
 	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate" +
 		"&_time_format=sqlite&_texttotime=0&_inttotime=0"
-	db, err := gorm.Open(sqlite.Open(dsn), cfg)
+	db, err := openSQLite(dsn, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("models: open sqlite %s: %w", path, err)
 	}
@@ -174,6 +176,40 @@ func Open(dataDir, url string) (*DB, error) {
 
 	return prepared(db, SQLite), nil
 }
+
+// sqliteOpenPatience bounds how long openSQLite retries a database another
+// connection is switching to WAL: as long as the busy timeout.
+const sqliteOpenPatience = 10 * time.Second
+
+// openSQLite opens dsn, retrying while SQLite answers SQLITE_BUSY. Two
+// processes (or pools) opening a new database at once both switch it to WAL,
+// which takes an exclusive lock; SQLite refuses the second at once rather
+// than calling its busy handler, since waiting could deadlock, so the busy
+// timeout does not cover it.
+func openSQLite(dsn string, cfg *gorm.Config) (*gorm.DB, error) {
+	deadline := time.Now().Add(sqliteOpenPatience)
+	pause := 5 * time.Millisecond
+	for {
+		db, err := gorm.Open(sqlite.Open(dsn), cfg)
+		if err == nil {
+			return db, nil
+		}
+		if db != nil {
+			if sqlDB, e := db.DB(); e == nil {
+				_ = sqlDB.Close()
+			}
+		}
+		var se *moderncsqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().Add(pause).After(deadline) {
+			return nil, err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary code (the low byte) of an extended one.
+const sqliteBusy = 5
 
 // Close releases the connection pool.
 func (d *DB) Close() error {
