@@ -38,23 +38,41 @@ func egressArgs(fds *fdTable, spec sandbox.Spec) ([]string, error) {
 // the agent holds no capability, so the host lowers the namespace's first
 // privileged port to 53 (net.ipv4.ip_unprivileged_port_start, a setting of
 // that namespace only) before the sandbox is released. Needs a root server.
+//
+// The thread that enters the namespace comes back to the host's before it
+// is handed back to the Go runtime, and is never let end: bwrap and
+// slirp4netns die with the thread that started them (--die-with-parent,
+// Pdeathsig), so a thread ending here could take another sandbox with it.
 func openDNSPort(pid int) error {
 	errc := make(chan error, 1)
 	go func() {
-		// The thread enters the sandbox's namespace and is never handed
-		// back: it ends with this goroutine.
 		runtime.LockOSThread()
+		host, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer host.Close()
 		ns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/net")
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
 		defer ns.Close()
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("enter the sandbox's network namespace (allowlist networks need a root server): %w", err)
 			return
 		}
 		errc <- os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("53"), 0)
+		if err := unix.Setns(int(host.Fd()), unix.CLONE_NEWNET); err != nil {
+			// The thread stays in the sandbox's namespace: it may run
+			// nothing else, and must not end either. Park it.
+			select {}
+		}
+		runtime.UnlockOSThread()
 	}()
 	if err := <-errc; err != nil {
 		return fmt.Errorf("local: open port 53 to the sandbox's agent: %w", err)
