@@ -44,35 +44,33 @@ func egressArgs(fds *fdTable, spec sandbox.Spec) ([]string, error) {
 // slirp4netns die with the thread that started them (--die-with-parent,
 // Pdeathsig), so a thread ending here could take another sandbox with it.
 func openDNSPort(pid int) error {
+	host, err := os.Open("/proc/self/ns/net")
+	if err != nil {
+		return fmt.Errorf("local: open port 53 to the sandbox's agent: %w", err)
+	}
+	defer host.Close()
+	ns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	if err != nil {
+		return fmt.Errorf("local: open port 53 to the sandbox's agent: %w", err)
+	}
+	defer ns.Close()
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		host, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer host.Close()
-		ns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer ns.Close()
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("enter the sandbox's network namespace (allowlist networks need a root server): %w", err)
 			return
 		}
-		errc <- os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("53"), 0)
-		if err := unix.Setns(int(host.Fd()), unix.CLONE_NEWNET); err != nil {
+		err := os.WriteFile("/proc/sys/net/ipv4/ip_unprivileged_port_start", []byte("53"), 0)
+		if back := unix.Setns(int(host.Fd()), unix.CLONE_NEWNET); back != nil {
 			// The thread stays in the sandbox's namespace: it may run
 			// nothing else, and must not end either. Park it.
+			errc <- err
 			select {}
 		}
 		runtime.UnlockOSThread()
+		errc <- err
 	}()
 	if err := <-errc; err != nil {
 		return fmt.Errorf("local: open port 53 to the sandbox's agent: %w", err)
