@@ -2,8 +2,10 @@ package local
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/subako/subako/runtime/sandbox"
@@ -80,5 +82,34 @@ func TestNoCgroupHierarchyMeansNoLimits(t *testing.T) {
 	}
 	if cg, err := newCgroups(root, "s1", sandbox.Limits{}); cg != nil || err != nil {
 		t.Errorf("no limits: %v, %v; want nothing to do", cg, err)
+	}
+}
+
+// TestCgroupDynModsReadsMountinfo: the start-up hint about favordynmods
+// (cgroup_dynmods.go) is given on a host whose cgroup mounts lack it, and
+// only there.
+func TestCgroupDynModsReadsMountinfo(t *testing.T) {
+	const hybrid = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+40 31 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw%s
+`
+	for _, c := range []struct {
+		name, mountinfo  string
+		mounted, favored bool
+	}{
+		{"hybrid, no option", fmt.Sprintf(hybrid, ""), true, false},
+		{"hybrid, favordynmods on the unified mount", fmt.Sprintf(hybrid, ",nsdelegate,favordynmods"), true, true},
+		{"v2 only, with it", "29 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,favordynmods,memory_recursiveprot\n", true, true},
+		{"an option that only contains the word", "29 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nofavordynmods\n", true, false},
+		{"a mount point named favordynmods is not the option", "29 23 0:26 / /mnt/favordynmods rw,favordynmods - cgroup2 cgroup2 rw\n", true, false},
+		{"no cgroups mounted", "22 1 0:21 / /proc rw - proc proc rw\n", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mounted, favored := cgroupDynMods(strings.NewReader(c.mountinfo))
+			if mounted != c.mounted || favored != c.favored {
+				t.Errorf("mounted %v, favored %v; want %v, %v", mounted, favored, c.mounted, c.favored)
+			}
+		})
 	}
 }

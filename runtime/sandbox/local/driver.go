@@ -131,9 +131,6 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 15 * time.Second
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	if cfg.TmpBytes == 0 {
 		cfg.TmpBytes = 512 << 20
 	}
@@ -144,6 +141,9 @@ func New(cfg Config) (*Driver, error) {
 		cfg.Logger.Warn("sandbox: descriptors the server inherited stay open to its helper programs", "err", err)
 	}
 	removeStaleCgroups(cfg.CgroupRoot)
+	if d.root {
+		hintDynMods(cfg.Logger) // cgroup_dynmods.go
+	}
 	removeStaleOverlays(cfg.RunDir)
 	switch {
 	case cfg.DiskBytes > 0 && !d.root:

@@ -1,0 +1,65 @@
+package local
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+)
+
+// Every cold start moves the sandbox's first process into its cgroups, and
+// on cgroup v1 every exec's init moves into its pid slot. Unless a cgroup
+// hierarchy is mounted with favordynmods, the kernel makes such a move wait
+// for an RCU grace period when none ran just before: 5–15 ms here, more
+// than a bare bwrap run takes, on every machine started after a pause
+// (docs/benchmarks.md, "Fifth round: cold start"). The mount option is the
+// host's to choose (it makes forks and exits a little dearer), so the driver
+// only says so, once per process.
+
+// dynModsHint is said at most once per process.
+var dynModsHint sync.Once
+
+// hintDynMods logs, once, how to make cold starts shorter when no cgroup
+// hierarchy is mounted with favordynmods.
+func hintDynMods(log *slog.Logger) {
+	dynModsHint.Do(func() {
+		f, err := os.Open("/proc/self/mountinfo")
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		if mounted, favored := cgroupDynMods(f); mounted && !favored {
+			log.Info("sandbox: moving a sandbox into its cgroups waits for the kernel (about 5-15 ms per cold start); mounting cgroup2 with favordynmods avoids that wait (see docs/deploy.md)")
+		}
+	})
+}
+
+// cgroupDynMods reads a mountinfo table: whether any cgroup hierarchy is
+// mounted, and whether one is mounted with favordynmods (the option acts on
+// every hierarchy's moves).
+func cgroupDynMods(mountinfo io.Reader) (mounted, favored bool) {
+	s := bufio.NewScanner(mountinfo)
+	s.Buffer(make([]byte, 0, 4096), 1<<20)
+	for s.Scan() {
+		// "36 35 98:0 / /mnt rw,noatime master:1 - cgroup2 cgroup2 rw,nsdelegate":
+		// after the separator come the type, the source and the
+		// filesystem's own options.
+		_, after, ok := strings.Cut(s.Text(), " - ")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(after)
+		if len(fields) < 3 || (fields[0] != "cgroup" && fields[0] != "cgroup2") {
+			continue
+		}
+		mounted = true
+		for opt := range strings.SplitSeq(fields[2], ",") {
+			if opt == "favordynmods" {
+				favored = true
+			}
+		}
+	}
+	return mounted, favored
+}
