@@ -21,9 +21,9 @@ const pipeGrace = 500 * time.Millisecond
 // cancel kills the init, the kernel kills everything the command started,
 // background jobs and setsid'd daemons included, so none outlives its exec
 // or holds the sandbox's pid limit. An agent that may not make namespaces (no
-// CAP_SYS_ADMIN) falls back to a process group. An exec in the default
-// folder without extra variables takes warm's waiting init, if any
-// (agent_warm.go).
+// CAP_SYS_ADMIN) falls back to a process group. An exec takes warm's
+// waiting init, if any, unless it sets one of the variables warmable leaves
+// out (agent_warm.go).
 func runCommand(ctx context.Context, req ExecRequest, baseEnv []string, warm *warmPool) (ExecResult, error) {
 	req = req.WithDefaults()
 	if err := req.Validate(); err != nil {
@@ -36,7 +36,7 @@ func runCommand(ctx context.Context, req ExecRequest, baseEnv []string, warm *wa
 	defer cancel()
 
 	newPID := canNewPID()
-	if newPID && req.Cwd == DefaultCwd && len(req.Env) == 0 && warm != nil {
+	if newPID && warm != nil && warmable(req) {
 		if w := warm.take(ctx); w != nil {
 			res, err := w.run(ctx, req)
 			if !errors.Is(err, errWarmGone) {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,9 +25,14 @@ import (
 // init reaps and its exit ends every process of the exec, the timeout kills
 // the init's group. The namespace is the exec's alone: the init is used once.
 //
-// Only execs in the default folder without extra variables take it (the
-// init was started there with the base environment), so what a command
-// sees (its environment, folder, $$, signals) is what a cold init gives it.
+// The init was started in the default folder with the base environment. An
+// exec with a folder or variables of its own has its subshell change to
+// that folder (`cd -P`, as the kernel's chdir of a cold init resolves it,
+// with no OLDPWD left behind) and export its variables before it becomes
+// the command, so what a command sees (its environment, folder, $$,
+// signals) is what a cold init gives it. A folder the subshell cannot
+// enter ends it before its command: the exec then runs under a cold init,
+// which reports the folder as a cold exec always did.
 
 // warmInitScript is execInit waiting for its command: fd 3 is the pipe the
 // agent writes a shell assignment of the command to (and `exec </dev/null`
@@ -38,6 +45,37 @@ if [ -n "$` + execSlotEnv + `" ]; then echo 0 > "$` + execSlotEnv + `/cgroup.pro
 unset ` + execSlotEnv + `
 (. /dev/fd/3 && echo >&4 && exec /bin/sh -c "$subako_command" 2>&5 3<&- 4>&- 5>&-)
 exit $?`
+
+// warmable reports whether req can take a warm init: not when it sets PWD
+// or OLDPWD (a shell's own, which a cold init's shell checks against its
+// folder), nor a variable of Subako's own (SUBAKO_, subako_: the init's
+// slot, the subshell's command).
+func warmable(req ExecRequest) bool {
+	for name := range req.Env {
+		if name == "PWD" || name == "OLDPWD" || strings.HasPrefix(name, "SUBAKO_") || strings.HasPrefix(name, "subako_") {
+			return false
+		}
+	}
+	return true
+}
+
+// warmScript is what the subshell sources before it becomes req's
+// command: its stdin, folder and variables, then the command itself in
+// subako_command. A step that fails exits the subshell before its mark.
+func warmScript(req ExecRequest) string {
+	var s strings.Builder
+	if req.Stdin == "" {
+		s.WriteString("exec </dev/null\n")
+	}
+	if req.Cwd != DefaultCwd {
+		s.WriteString("cd -P -- " + shellQuote(req.Cwd) + " || exit 1\nunset OLDPWD\n")
+	}
+	for _, name := range slices.Sorted(maps.Keys(req.Env)) {
+		s.WriteString("export " + name + "=" + shellQuote(req.Env[name]) + " || exit 1\n")
+	}
+	s.WriteString("subako_command=" + shellQuote(req.Command) + "\n")
+	return s.String()
+}
 
 // warmInit is one started init waiting for its command.
 type warmInit struct {
@@ -233,8 +271,8 @@ func (w *warmInit) discard() {
 // the exec runs under a cold init instead.
 var errWarmGone = errors.New("agent: the warm init ended before its command came")
 
-// run hands req (default folder, no extra variables) to the init and
-// waits for it as runCommand does.
+// run hands req (warmable) to the init and waits for it as runCommand
+// does.
 func (w *warmInit) run(ctx context.Context, req ExecRequest) (ExecResult, error) {
 	select {
 	case <-w.exited:
@@ -249,15 +287,8 @@ func (w *warmInit) run(ctx context.Context, req ExecRequest) (ExecResult, error)
 	w.stdout.set(outW)
 	w.stderr.set(errW)
 
-	var script strings.Builder
-	if req.Stdin == "" {
-		script.WriteString("exec </dev/null\n")
-	}
-	script.WriteString("subako_command=")
-	script.WriteString(shellQuote(req.Command))
-	script.WriteString("\n")
 	started := time.Now()
-	if _, err := io.WriteString(w.ctl, script.String()); err != nil {
+	if _, err := io.WriteString(w.ctl, warmScript(req)); err != nil {
 		w.discard()
 		return ExecResult{}, errWarmGone
 	}

@@ -177,6 +177,25 @@ func BenchmarkHotWarmExecVsSh(b *testing.B) {
 	})
 }
 
+// BenchmarkHotExecCwdEnvVsSh is BenchmarkHotWarmExecVsSh for an exec that
+// names its folder and a variable, as agents' execs often do, against the
+// host's `sh -c true` in that folder with that variable.
+func BenchmarkHotExecCwdEnvVsSh(b *testing.B) {
+	m := start(b, newDriver(b, Config{}), sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 512 << 20, Pids: 256, CPUPercent: 100}})
+	req := sandbox.ExecRequest{Command: "true", Cwd: "/tmp", Env: map[string]string{"BENCH_VAR": "1"}}
+	alternateSettled(b, func() {
+		if _, err := m.Exec(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}, func() {
+		cmd := exec.Command("/bin/sh", "-c", "true")
+		cmd.Dir, cmd.Env = "/tmp", append(os.Environ(), "BENCH_VAR=1")
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 // SettlePause is the pause alternateSettled makes before each call: long
 // enough, on this loaded machine, for the work a call leaves behind (the
 // agent's next init) to end before the other side is timed.

@@ -16,12 +16,12 @@ import (
 // and the same signals and exit codes.
 func TestWarmExecSeesWhatAColdOneSees(t *testing.T) {
 	m := start(t, newDriver(t, Config{}), sandbox.Spec{})
-	// An exec with variables of its own always runs under a cold init; the
+	// An exec setting a SUBAKO_ variable always runs under a cold init; the
 	// probe leaves its variable out of what it prints.
 	const probe = `env | grep -v '^SUBAKO_PROBE=' | sort; echo "pid=$$ ppid=$PPID"; pwd; ls /proc/self/fd | tr '\n' ' '; echo; readlink /proc/self/fd/0; echo "stdin=$(cat)"
 for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'subako_[c]ommand' >&2`
-	probeRun := func(env map[string]string) (string, bool) {
-		res, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: probe, Env: env, TimeoutSecs: 30})
+	probeIn := func(cwd string, env map[string]string) (string, bool) {
+		res, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: probe, Cwd: cwd, Env: env, TimeoutSecs: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,6 +30,7 @@ for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'subako
 		}
 		return res.Stdout, strings.TrimSpace(res.Stderr) == "1" // its own init is a warm one
 	}
+	probeRun := func(env map[string]string) (string, bool) { return probeIn("", env) }
 	first, warm := probeRun(nil)
 	if !warm {
 		t.Fatal("the first exec of a machine did not take the init the agent started at its hello")
@@ -52,6 +53,54 @@ for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'subako
 	}
 	if got != cold {
 		t.Errorf("a later warm exec sees\n%s\na cold one\n%s", got, cold)
+	}
+
+	// An exec with a folder and variables of its own takes a warm init too,
+	// and sees what a cold one sees: the folder resolved as the kernel
+	// resolves a cold init's (through a symlink), no OLDPWD, its variables
+	// as given whatever they hold, one of them overriding the base's.
+	if res, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: "mkdir -p /tmp/real && ln -sfn /tmp/real /workspace/link"}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("make the folders: %+v %v", res, err)
+	}
+	vars := map[string]string{"PROBE_QUOTED": "it's \"a\"\n b $HOME `id` \\ ; exit 3", "HOME": "/tmp", "PROBE_EMPTY": ""}
+	warm = false
+	for i := 0; i < 50 && !warm; i++ {
+		time.Sleep(100 * time.Millisecond)
+		got, warm = probeIn("/workspace/link", vars)
+	}
+	if !warm {
+		t.Fatal("an exec with a folder and variables of its own never took a warm init")
+	}
+	coldVars := map[string]string{"SUBAKO_PROBE": "cold"}
+	for k, v := range vars {
+		coldVars[k] = v
+	}
+	coldIn, warm := probeIn("/workspace/link", coldVars)
+	if warm {
+		t.Fatal("an exec setting a SUBAKO_ variable ran under a warm init")
+	}
+	if got != coldIn {
+		t.Errorf("a warm exec in a folder with variables sees\n%s\na cold one\n%s", got, coldIn)
+	}
+	// (env prints PROBE_QUOTED on two lines, which sort puts apart)
+	for _, want := range []string{"\n/tmp/real\n", "PROBE_QUOTED=it's \"a\"\n", " b $HOME `id` \\ ; exit 3\n", "HOME=/tmp\n", "PROBE_EMPTY=\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the exec's probe lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "OLDPWD") {
+		t.Errorf("a warm exec in a folder of its own sees an OLDPWD:\n%s", got)
+	}
+	// A folder the command may not enter: the warm init gives way to a
+	// cold one, which reports it as a cold exec always did.
+	if res, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: "mkdir -p /tmp/shut && chmod 000 /tmp/shut"}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("make the folder: %+v %v", res, err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	_, warmErr := m.Exec(context.Background(), sandbox.ExecRequest{Command: "echo ran", Cwd: "/tmp/shut"})
+	_, coldErr := m.Exec(context.Background(), sandbox.ExecRequest{Command: "echo ran", Cwd: "/tmp/shut", Env: map[string]string{"SUBAKO_PROBE": "cold"}})
+	if warmErr == nil || coldErr == nil || warmErr.Error() != coldErr.Error() {
+		t.Errorf("an exec in a folder it may not enter: %v, where a cold one gives %v", warmErr, coldErr)
 	}
 
 	// Signals, exit codes, stdin, a timeout and background processes, taken
