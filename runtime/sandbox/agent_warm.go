@@ -48,11 +48,16 @@ exit $?`
 
 // warmable reports whether req can take a warm init: not when it sets PWD
 // or OLDPWD (a shell's own, which a cold init's shell checks against its
-// folder), nor a variable of Subako's own (SUBAKO_, subako_: the init's
-// slot, the subshell's command).
+// folder), the dynamic loader's or glibc's variables (LD_*,
+// GLIBC_TUNABLES: under a cold init they act on the init's shell too, so
+// LD_PRELOAD's errors or LD_SHOW_AUXV's dump print twice there), nor a
+// variable of Subako's own (SUBAKO_, subako_: the init's slot, the
+// subshell's command).
 func warmable(req ExecRequest) bool {
 	for name := range req.Env {
-		if name == "PWD" || name == "OLDPWD" || strings.HasPrefix(name, "SUBAKO_") || strings.HasPrefix(name, "subako_") {
+		switch {
+		case name == "PWD", name == "OLDPWD", name == "GLIBC_TUNABLES",
+			strings.HasPrefix(name, "LD_"), strings.HasPrefix(name, "SUBAKO_"), strings.HasPrefix(name, "subako_"):
 			return false
 		}
 	}

@@ -17,7 +17,11 @@ const (
 	MaxOutputBytes     = 64 << 10
 	MaxEnvVars         = 128
 	MaxEnvValueBytes   = 32 << 10
-	DefaultCwd         = "/workspace"
+	// MaxEnvBytes bounds the variables in all (each name=value and its
+	// NUL): with the command and the base environment they stay well under
+	// what the kernel lets one execve carry (a quarter of an 8 MiB stack).
+	MaxEnvBytes = 1 << 20
+	DefaultCwd  = "/workspace"
 	// TimeoutExitCode is the exit code of a command killed at its deadline,
 	// the same as coreutils' timeout(1), so scripts reading it see a familiar value.
 	TimeoutExitCode = 124
@@ -109,7 +113,9 @@ func validateEnv(env map[string]string) []error {
 	if len(env) > MaxEnvVars {
 		errs = append(errs, &FieldError{"env", fmt.Sprintf("has %d variables, the limit is %d", len(env), MaxEnvVars)})
 	}
+	total := 0
 	for name, value := range env {
+		total += len(name) + len(value) + 2
 		if !validEnvName(name) || len(name) > 256 {
 			errs = append(errs, &FieldError{"env." + name, "is not a valid variable name: letters, digits and _, not starting with a digit, at most 256 characters"})
 			continue
@@ -120,6 +126,9 @@ func validateEnv(env map[string]string) []error {
 		if strings.IndexByte(value, 0) >= 0 {
 			errs = append(errs, &FieldError{"env." + name, "value must not contain a NUL byte"})
 		}
+	}
+	if total > MaxEnvBytes {
+		errs = append(errs, &FieldError{"env", fmt.Sprintf("is %d bytes in all (each name=value and its terminator), the limit is %d (1 MiB)", total, MaxEnvBytes)})
 	}
 	return errs
 }

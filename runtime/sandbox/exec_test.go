@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -25,6 +26,7 @@ func TestValidateNamesFieldAndLimit(t *testing.T) {
 		{"env name", ExecRequest{Command: "true", Env: map[string]string{"A-B": "x"}}, "env.A-B", "valid variable name"},
 		{"env value", ExecRequest{Command: "true", Env: map[string]string{"A": strings.Repeat("x", MaxEnvValueBytes+1)}}, "env.A", "32768"},
 		{"too many env", ExecRequest{Command: "true", Env: manyEnv(MaxEnvVars + 1)}, "env", "128"},
+		{"env too big in all", ExecRequest{Command: "true", Env: bigEnv(MaxEnvBytes/MaxEnvValueBytes + 1)}, "env", "1048576"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,6 +37,15 @@ func TestValidateNamesFieldAndLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bigEnv is n variables of the largest value each.
+func bigEnv(n int) map[string]string {
+	env := map[string]string{}
+	for i := range n {
+		env[fmt.Sprintf("V%d", i)] = strings.Repeat("x", MaxEnvValueBytes)
+	}
+	return env
 }
 
 func manyEnv(n int) map[string]string {
@@ -51,6 +62,7 @@ func TestValidateAcceptsLimitsAndDefaults(t *testing.T) {
 		{Command: "cat", Stdin: strings.Repeat("x", MaxStdinBytes)},
 		{Command: "true", TimeoutSecs: 1}, {Command: "true", TimeoutSecs: MaxTimeoutSecs},
 		{Command: "true", Cwd: "/workspace/src", Env: map[string]string{"_X1": ""}},
+		{Command: "true", Env: bigEnv(MaxEnvBytes / (MaxEnvValueBytes + 8))}, // 31 of 32 KiB: just under 1 MiB
 	}
 	for _, req := range ok {
 		if err := req.Validate(); err != nil {
@@ -111,4 +123,20 @@ func chunks(s string, n int) []string {
 		s = s[n:]
 	}
 	return append(out, s)
+}
+
+// TestWarmableLeavesSomeVariablesCold: an exec setting a variable that acts
+// on a cold init's own shell, or one of Subako's, runs under a cold init
+// (agent_warm.go); any other folder and variables take a warm one.
+func TestWarmableLeavesSomeVariablesCold(t *testing.T) {
+	for name, want := range map[string]bool{
+		"HOME": true, "PATH": true, "IFS": true, "CDPATH": true, "LD": true, "subako": true, "PROBE_LD_X": true,
+		"PWD": false, "OLDPWD": false, "LD_PRELOAD": false, "LD_SHOW_AUXV": false, "GLIBC_TUNABLES": false,
+		"SUBAKO_EXEC_SLOT": false, "subako_command": false,
+	} {
+		req := ExecRequest{Command: "true", Cwd: "/tmp", Env: map[string]string{"A": "1", name: "x"}}
+		if got := warmable(req); got != want {
+			t.Errorf("an exec setting %s: warmable %v, want %v", name, got, want)
+		}
+	}
 }

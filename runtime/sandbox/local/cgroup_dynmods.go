@@ -12,8 +12,8 @@ import (
 // Every cold start moves the sandbox's first process into its cgroups, and
 // on cgroup v1 every exec's init moves into its pid slot. Unless a cgroup
 // hierarchy is mounted with favordynmods, the kernel makes such a move wait
-// for an RCU grace period when none ran just before: 5–15 ms here, more
-// than a bare bwrap run takes, on every machine started after a pause
+// for an RCU grace period when none ran just before: 5–16 ms here, about
+// as long as a bare bwrap run takes, on every machine started after a pause
 // (docs/benchmarks.md, "Fifth round: cold start"). The mount option is the
 // host's to choose (it makes forks and exits a little dearer), so the driver
 // only says so, once per process.
@@ -31,7 +31,7 @@ func hintDynMods(log *slog.Logger) {
 		}
 		defer f.Close()
 		if mounted, favored := cgroupDynMods(f); mounted && !favored {
-			log.Info("sandbox: moving a sandbox into its cgroups waits for the kernel (about 5-15 ms per cold start); mounting cgroup2 with favordynmods avoids that wait (see docs/deploy.md)")
+			log.Info("sandbox: moving a sandbox into its cgroups waits for the kernel (about 5-16 ms per cold start); a cgroup2 mount with favordynmods, or cgroup_favordynmods=true on the kernel's command line, avoids that wait (see docs/deploy.md)")
 		}
 	})
 }
@@ -50,7 +50,8 @@ func cgroupDynMods(mountinfo io.Reader) (mounted, favored bool) {
 		if !ok {
 			continue
 		}
-		fields := strings.Fields(after)
+		// Split on single spaces: a mount's source may be empty.
+		fields := strings.Split(after, " ")
 		if len(fields) < 3 || (fields[0] != "cgroup" && fields[0] != "cgroup2") {
 			continue
 		}

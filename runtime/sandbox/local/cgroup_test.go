@@ -104,6 +104,7 @@ func TestCgroupDynModsReadsMountinfo(t *testing.T) {
 		{"an option that only contains the word", "29 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nofavordynmods\n", true, false},
 		{"a mount point named favordynmods is not the option", "29 23 0:26 / /mnt/favordynmods rw,favordynmods - cgroup2 cgroup2 rw\n", true, false},
 		{"no cgroups mounted", "22 1 0:21 / /proc rw - proc proc rw\n", false, false},
+		{"a mount with an empty source", "29 23 0:26 / /sys/fs/cgroup rw - cgroup2  rw,favordynmods\n", true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mounted, favored := cgroupDynMods(strings.NewReader(c.mountinfo))

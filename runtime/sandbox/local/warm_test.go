@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,6 +92,27 @@ for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'subako
 	if strings.Contains(got, "OLDPWD") {
 		t.Errorf("a warm exec in a folder of its own sees an OLDPWD:\n%s", got)
 	}
+	// Variables up to the limit in all (1 MiB) reach the command through a
+	// warm init as through a cold one.
+	big := map[string]string{}
+	for i := range sandbox.MaxEnvBytes / (sandbox.MaxEnvValueBytes + 8) {
+		big[fmt.Sprintf("PROBE_BIG%d", i)] = strings.Repeat("x", sandbox.MaxEnvValueBytes)
+	}
+	bigProbe := sandbox.ExecRequest{Command: `env | grep -c '^PROBE_BIG[0-9]*=x*$'; echo "$$ $PPID"
+for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'subako_[c]ommand' >&2`, Env: big}
+	time.Sleep(200 * time.Millisecond)
+	warmBig, err := m.Exec(context.Background(), bigProbe)
+	big["SUBAKO_PROBE"] = "cold"
+	coldBig, cerr := m.Exec(context.Background(), bigProbe)
+	if err != nil || cerr != nil || warmBig.Stdout != fmt.Sprintf("%d\n2 1\n", len(big)-1) || warmBig.Stdout != coldBig.Stdout {
+		t.Errorf("1 MiB of variables: warm %+v %v, cold %+v %v", warmBig.Stdout, err, coldBig.Stdout, cerr)
+	}
+	// (a cold exec sees no init of its own with the command's variable, but
+	// may see the next warm init waiting: its init and subshell)
+	if warmBig.Stderr != "1\n" || coldBig.Stderr == "1\n" {
+		t.Errorf("1 MiB of variables: want the first exec under a warm init and the second under a cold one, their probes say %q and %q", warmBig.Stderr, coldBig.Stderr)
+	}
+
 	// A folder the command may not enter: the warm init gives way to a
 	// cold one, which reports it as a cold exec always did.
 	if res, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: "mkdir -p /tmp/shut && chmod 000 /tmp/shut"}); err != nil || res.ExitCode != 0 {
