@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -56,11 +57,7 @@ func cgroupDynMods(mountinfo io.Reader) (mounted, favored bool) {
 			continue
 		}
 		mounted = true
-		for opt := range strings.SplitSeq(fields[2], ",") {
-			if opt == "favordynmods" {
-				favored = true
-			}
-		}
+		favored = favored || slices.Contains(strings.Split(fields[2], ","), "favordynmods")
 	}
 	return mounted, favored
 }

@@ -165,31 +165,31 @@ func firstExecVsBare(b *testing.B, pause time.Duration) {
 // init after answering, and that work must not land on the baseline's
 // time (nor the baseline's leftovers on Subako's).
 func BenchmarkHotWarmExecVsSh(b *testing.B) {
-	m := start(b, newDriver(b, Config{}), sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 512 << 20, Pids: 256, CPUPercent: 100}})
-	alternateSettled(b, func() {
-		if _, err := m.Exec(context.Background(), sandbox.ExecRequest{Command: "true"}); err != nil {
-			b.Fatal(err)
-		}
-	}, func() {
-		if err := exec.Command("/bin/sh", "-c", "true").Run(); err != nil {
-			b.Fatal(err)
-		}
-	})
+	execVsSh(b, sandbox.ExecRequest{Command: "true"})
 }
 
 // BenchmarkHotExecCwdEnvVsSh is BenchmarkHotWarmExecVsSh for an exec that
 // names its folder and a variable, as agents' execs often do, against the
 // host's `sh -c true` in that folder with that variable.
 func BenchmarkHotExecCwdEnvVsSh(b *testing.B) {
+	execVsSh(b, sandbox.ExecRequest{Command: "true", Cwd: "/tmp", Env: map[string]string{"BENCH_VAR": "1"}})
+}
+
+// execVsSh alternates req in a running machine with the host's `sh -c`
+// of the same command, in its folder with its variables.
+func execVsSh(b *testing.B, req sandbox.ExecRequest) {
 	m := start(b, newDriver(b, Config{}), sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 512 << 20, Pids: 256, CPUPercent: 100}})
-	req := sandbox.ExecRequest{Command: "true", Cwd: "/tmp", Env: map[string]string{"BENCH_VAR": "1"}}
+	env := os.Environ()
+	for name, value := range req.Env {
+		env = append(env, name+"="+value)
+	}
 	alternateSettled(b, func() {
 		if _, err := m.Exec(context.Background(), req); err != nil {
 			b.Fatal(err)
 		}
 	}, func() {
-		cmd := exec.Command("/bin/sh", "-c", "true")
-		cmd.Dir, cmd.Env = "/tmp", append(os.Environ(), "BENCH_VAR=1")
+		cmd := exec.Command("/bin/sh", "-c", req.Command)
+		cmd.Dir, cmd.Env = req.Cwd, env
 		if err := cmd.Run(); err != nil {
 			b.Fatal(err)
 		}

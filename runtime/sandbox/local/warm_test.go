@@ -32,6 +32,18 @@ for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'subako
 		return res.Stdout, strings.TrimSpace(res.Stderr) == "1" // its own init is a warm one
 	}
 	probeRun := func(env map[string]string) (string, bool) { return probeIn("", env) }
+	// probeWarm probes until an exec takes a warm init (the next one
+	// starts after each answer), failing with why if none does.
+	probeWarm := func(why, cwd string, env map[string]string) string {
+		for range 50 {
+			time.Sleep(100 * time.Millisecond)
+			if got, warm := probeIn(cwd, env); warm {
+				return got
+			}
+		}
+		t.Fatal(why)
+		return ""
+	}
 	first, warm := probeRun(nil)
 	if !warm {
 		t.Fatal("the first exec of a machine did not take the init the agent started at its hello")
@@ -43,16 +55,7 @@ for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'subako
 	if first != cold {
 		t.Errorf("a warm exec sees\n%s\na cold one\n%s", first, cold)
 	}
-	var got string
-	warm = false
-	for i := 0; i < 50 && !warm; i++ {
-		time.Sleep(100 * time.Millisecond)
-		got, warm = probeRun(nil)
-	}
-	if !warm {
-		t.Fatal("no later exec took a warm init")
-	}
-	if got != cold {
+	if got := probeWarm("no later exec took a warm init", "", nil); got != cold {
 		t.Errorf("a later warm exec sees\n%s\na cold one\n%s", got, cold)
 	}
 
@@ -64,14 +67,7 @@ for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'subako
 		t.Fatalf("make the folders: %+v %v", res, err)
 	}
 	vars := map[string]string{"PROBE_QUOTED": "it's \"a\"\n b $HOME `id` \\ ; exit 3", "HOME": "/tmp", "PROBE_EMPTY": ""}
-	warm = false
-	for i := 0; i < 50 && !warm; i++ {
-		time.Sleep(100 * time.Millisecond)
-		got, warm = probeIn("/workspace/link", vars)
-	}
-	if !warm {
-		t.Fatal("an exec with a folder and variables of its own never took a warm init")
-	}
+	got := probeWarm("an exec with a folder and variables of its own never took a warm init", "/workspace/link", vars)
 	coldVars := map[string]string{"SUBAKO_PROBE": "cold"}
 	for k, v := range vars {
 		coldVars[k] = v
