@@ -79,18 +79,25 @@ type answer struct {
 
 func render(t testing.TB, e *fn.Engine, p *fn.Package, input map[string]any, req fn.CallRequest) answer {
 	t.Helper()
+	out := renderRaw(t, e, p, input, req)
+	var a answer
+	if err := json.Unmarshal(out, &a); err != nil {
+		t.Fatalf("output %s: %v", out, err)
+	}
+	return a
+}
+
+// renderRaw calls render and returns its output, which the call must have.
+func renderRaw(t testing.TB, e *fn.Engine, p *fn.Package, input map[string]any, req fn.CallRequest) json.RawMessage {
+	t.Helper()
 	in, _ := json.Marshal(input)
 	req.Tool, req.Input = "render", in
 	res, err := e.Call(context.Background(), p, req)
 	if err != nil {
 		t.Fatalf("call: %v (stderr %s)", err, res.Stderr)
 	}
-	var a answer
-	if err := json.Unmarshal(res.Output, &a); err != nil {
-		t.Fatalf("output %s: %v", res.Output, err)
-	}
 	t.Logf("rendered in %s: %.300s", res.Duration, res.Output)
-	return a
+	return res.Output
 }
 
 const page = `<!doctype html>

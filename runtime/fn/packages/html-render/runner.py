@@ -22,6 +22,14 @@ MAX_CONSOLE = 100
 MAX_TEXT = 1000
 MAX_LIST = 50
 MAX_SHOT_HEIGHT = 16384
+# A Chromium that crashes (a signal other than SIGKILL, which is the memory
+# limit's) is started once more on a fresh profile, if the crash came early
+# enough to leave the second start the time it needs under the 45 s deadline.
+RESTART_WITHIN = 15
+
+
+class Crashed(RuntimeError):
+    """Chromium died of a signal it did not get from the runner."""
 
 
 def fail(msg):
@@ -43,9 +51,25 @@ class CDP:
             msg["sessionId"] = session
         data = json.dumps(msg).encode() + b"\0"
         while data:
-            n = os.write(self.w, data)
+            try:
+                n = os.write(self.w, data)
+            except BrokenPipeError:
+                self.died()
             data = data[n:]
         return self.next_id
+
+    def died(self):
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = "still running"
+        if isinstance(code, int) and code < 0 and -code != signal.SIGKILL:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = "signal %d" % -code
+            raise Crashed("Chromium crashed (%s)" % name)
+        raise RuntimeError("Chromium closed the DevTools pipe (it crashed or was killed: exit status %s)" % code)
 
     def read(self, deadline):
         while b"\0" not in self.buf:
@@ -57,11 +81,7 @@ class CDP:
                 return None
             chunk = os.read(self.r, 1 << 20)
             if not chunk:
-                try:
-                    code = self.proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    code = "still running"
-                raise RuntimeError("Chromium closed the DevTools pipe (it crashed or was killed: exit status %s)" % code)
+                self.died()
             self.buf += chunk
         msg, self.buf = self.buf.split(b"\0", 1)
         return json.loads(msg)
@@ -147,7 +167,7 @@ def broker_fetch(cdp, ev, session, fetches):
         cdp.send("Fetch.failRequest", {"requestId": p["requestId"], "errorReason": "BlockedByClient"}, session)
 
 
-def render(args):
+def render(args, profile):
     html, path = args.get("html"), args.get("path")
     if (html is None) == (path is None):
         fail("input: give exactly one of html (the page inline) or path (a volume file)")
@@ -193,7 +213,7 @@ def render(args):
              "--disable-default-apps", "--mute-audio", "--hide-scrollbars", "--no-zygote", "--single-process", "--in-process-gpu",
              "--disable-breakpad", "--disable-crash-reporter", "--num-raster-threads=1",
              "--renderer-process-limit=1", "--disable-features=Translate,MediaRouter,OptimizationHints,PaintHolding",
-             "--allow-file-access-from-files", "--user-data-dir=/tmp/chromium-profile",
+             "--allow-file-access-from-files", "--user-data-dir=" + profile,
              "--remote-debugging-pipe", "about:blank"]
 
     def child():
@@ -304,17 +324,34 @@ def main():
     req = json.load(sys.stdin)
     if req.get("tool") != "render":
         fail("unknown tool %r" % req.get("tool"))
-    try:
-        out = render(req.get("input") or {})
-    except RuntimeError as e:
-        log = b""
+    started, crashes = time.monotonic(), []
+    while True:
         try:
-            with open("/tmp/chromium.log", "rb") as f:
-                log = f.read()[-4000:]
-        except OSError:
-            pass
-        fail("%s\n%s" % (e, log.decode("utf-8", "replace")))
+            out = render(req.get("input") or {}, "/tmp/chromium-profile-%d" % len(crashes))
+            break
+        except Crashed as e:
+            crashes.append(str(e))
+            if len(crashes) > 1 or time.monotonic() - started > RESTART_WITHIN:
+                fail_with_log("; restarted, then ".join(crashes))
+        except RuntimeError as e:
+            fail_with_log(e)
+    if crashes:
+        out["chromium_restarts"] = crashes
     sys.stdout.write(json.dumps(out, ensure_ascii=False))
+
+
+def fail_with_log(e):
+    log = b""
+    try:
+        with open("/tmp/chromium.log", "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4000))
+            log = f.read()
+            if f.tell() > len(log):  # begin at a whole line
+                log = log.partition(b"\n")[2]
+    except OSError:
+        pass
+    fail("%s\n%s" % (e, log.decode("utf-8", "replace")))
 
 
 main()
