@@ -15,9 +15,11 @@ import (
 // hierarchy is mounted with favordynmods, the kernel makes such a move wait
 // for an RCU grace period when none ran just before: 5–16 ms here, about
 // as long as a bare bwrap run takes, on every machine started after a pause
-// (docs/benchmarks.md, "Fifth round: cold start"). The mount option is the
-// host's to choose (it makes forks and exits a little dearer), so the driver
-// only says so, once per process.
+// (docs/benchmarks.md, "Fifth round: cold start"). A host that expedites
+// its grace periods (/sys/kernel/rcu_expedited) does not wait that long
+// either. Both are the host's to choose (the mount option makes forks and
+// exits a little dearer; expedited grace periods interrupt every CPU), so
+// the driver only says so, once per process, when neither is set.
 
 // dynModsHint is said at most once per process.
 var dynModsHint sync.Once
@@ -31,8 +33,8 @@ func hintDynMods(log *slog.Logger) {
 			return
 		}
 		defer f.Close()
-		if mounted, favored := cgroupDynMods(f); mounted && !favored {
-			log.Info("sandbox: moving a sandbox into its cgroups waits for the kernel (about 5-16 ms per cold start); a cgroup2 mount with favordynmods, or cgroup_favordynmods=true on the kernel's command line, avoids that wait (see docs/deploy.md)")
+		if mounted, favored := cgroupDynMods(f); mounted && !favored && !rcuExpedited(readSmall("/sys/kernel/rcu_expedited"), readSmall("/sys/kernel/rcu_normal")) {
+			log.Info("sandbox: moving a sandbox into its cgroups waits for the kernel (about 5-16 ms per cold start); a cgroup2 mount with favordynmods, cgroup_favordynmods=true on the kernel's command line, or /sys/kernel/rcu_expedited set to 1 avoids that wait (see docs/deploy.md)")
 		}
 	})
 }
@@ -60,4 +62,17 @@ func cgroupDynMods(mountinfo io.Reader) (mounted, favored bool) {
 		favored = favored || slices.Contains(strings.Split(fields[2], ","), "favordynmods")
 	}
 	return mounted, favored
+}
+
+// rcuExpedited says whether the kernel expedites grace periods, from its
+// rcu_expedited and rcu_normal switches (rcu_normal wins; either may be
+// absent).
+func rcuExpedited(expedited, normal string) bool {
+	return strings.TrimSpace(expedited) == "1" && strings.TrimSpace(normal) != "1"
+}
+
+// readSmall is a small file's content, or "" when it cannot be read.
+func readSmall(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }

@@ -114,3 +114,23 @@ func TestCgroupDynModsReadsMountinfo(t *testing.T) {
 		})
 	}
 }
+
+// TestRCUExpeditedSwitches: a host expediting its grace periods gets no
+// favordynmods hint (its moves do not wait either), unless rcu_normal
+// overrides it.
+func TestRCUExpeditedSwitches(t *testing.T) {
+	for _, c := range []struct {
+		expedited, normal string
+		want              bool
+	}{
+		{"1\n", "0\n", true},
+		{"1\n", "", true}, // a kernel without rcu_normal
+		{"0\n", "0\n", false},
+		{"1\n", "1\n", false}, // rcu_normal wins
+		{"", "", false},       // neither readable
+	} {
+		if got := rcuExpedited(c.expedited, c.normal); got != c.want {
+			t.Errorf("rcu_expedited %q, rcu_normal %q: %v, want %v", c.expedited, c.normal, got, c.want)
+		}
+	}
+}
