@@ -15,13 +15,7 @@ import (
 // refused there and reported missing. The page itself has no network.
 func TestHTMLRenderFetchesOnlyGrantedOrigins(t *testing.T) {
 	e, p := engine(t)
-	var img bytes.Buffer
-	png.Encode(&img, image2x2())
-	granted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "image/png")
-		w.Write(img.Bytes())
-	}))
-	defer granted.Close()
+	granted := imageServer(t, nil)
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("the ungranted origin was reached: %s", r.URL)
 	}))
@@ -44,4 +38,20 @@ func TestHTMLRenderFetchesOnlyGrantedOrigins(t *testing.T) {
 			t.Errorf("fetch %+v", f)
 		}
 	}
+}
+
+// imageServer serves a 2x2 PNG at every path, until the test ends; hook,
+// if any, runs first on each request.
+func imageServer(t *testing.T, hook func(*http.Request)) *httptest.Server {
+	var img bytes.Buffer
+	png.Encode(&img, image2x2())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hook != nil {
+			hook(r)
+		}
+		w.Header().Set("Content-Type", "image/png")
+		w.Write(img.Bytes())
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

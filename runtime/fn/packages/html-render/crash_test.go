@@ -3,9 +3,7 @@ package htmlrender_test
 import (
 	"bytes"
 	"encoding/json"
-	"image/png"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,20 +21,15 @@ import (
 // test through the broker, which then sends SIGSEGV to this call's Chromium.
 func TestHTMLRenderRestartsACrashedChromium(t *testing.T) {
 	e, p := engine(t)
-	var img bytes.Buffer
-	png.Encode(&img, image2x2())
 	var requests, crashes, crashFirst atomic.Int32
 	crashFirst.Store(1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := imageServer(t, func(*http.Request) {
 		if requests.Add(1) <= crashFirst.Load() {
 			if pid := ourChromium(t); pid > 0 && syscall.Kill(pid, syscall.SIGSEGV) == nil {
 				crashes.Add(1)
 			}
 		}
-		w.Header().Set("Content-Type", "image/png")
-		w.Write(img.Bytes())
-	}))
-	defer srv.Close()
+	})
 	input := map[string]any{"html": `<title>again</title><img src="` + srv.URL + `/a.png">`, "screenshot": ""}
 	var a struct {
 		answer
