@@ -191,9 +191,11 @@ func (e *Engine) callNative(ctx context.Context, p *Package, req CallRequest) (C
 	switch {
 	case runErr != nil:
 		ce.Reason, ce.Detail = ErrToolFailed, fmt.Sprintf("the sandbox did not run: %v", runErr)
-	case run.Killed == local.KilledCancelled:
+	case run.Killed == local.KilledCancelled && ctx.Err() != nil:
 		ce.Reason, ce.Detail = ErrTimeout, fmt.Sprintf("stopped: the caller gave up (%v)", ctx.Err())
-	case run.Killed == local.KilledDeadline:
+	case run.Killed == local.KilledDeadline, run.Killed == local.KilledCancelled:
+		// cctx carries the same deadline as the sandbox's own timer and
+		// often ends first: still the call's deadline, not the caller's.
 		ce.Reason, ce.Detail = ErrTimeout, fmt.Sprintf("stopped at the deadline of %s", timeout)
 	case run.Killed == local.KilledMemory:
 		ce.Reason, ce.Detail = ErrMemoryLimit, fmt.Sprintf("ran out of memory: the limit is %d MiB", memMB)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -25,7 +26,8 @@ import (
 var dynModsHint sync.Once
 
 // hintDynMods logs, once, how to make cold starts shorter when no cgroup
-// hierarchy is mounted with favordynmods.
+// hierarchy is mounted with favordynmods and grace periods are not
+// expedited.
 func hintDynMods(log *slog.Logger) {
 	dynModsHint.Do(func() {
 		f, err := os.Open("/proc/self/mountinfo")
@@ -65,10 +67,14 @@ func cgroupDynMods(mountinfo io.Reader) (mounted, favored bool) {
 }
 
 // rcuExpedited says whether the kernel expedites grace periods, from its
-// rcu_expedited and rcu_normal switches (rcu_normal wins; either may be
-// absent).
+// rcu_expedited and rcu_normal switches: integers, any but 0 on (rcu_normal
+// wins; either may be absent).
 func rcuExpedited(expedited, normal string) bool {
-	return strings.TrimSpace(expedited) == "1" && strings.TrimSpace(normal) != "1"
+	on := func(v string) bool {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		return err == nil && n != 0
+	}
+	return on(expedited) && !on(normal)
 }
 
 // readSmall is a small file's content, or "" when it cannot be read.

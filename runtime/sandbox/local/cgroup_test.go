@@ -124,10 +124,12 @@ func TestRCUExpeditedSwitches(t *testing.T) {
 		want              bool
 	}{
 		{"1\n", "0\n", true},
-		{"1\n", "", true}, // a kernel without rcu_normal
+		{"1\n", "", true},    // a kernel without rcu_normal
+		{"2\n", "0\n", true}, // any but 0 is on
 		{"0\n", "0\n", false},
 		{"1\n", "1\n", false}, // rcu_normal wins
-		{"", "", false},       // neither readable
+		{"1\n", "3\n", false},
+		{"", "", false}, // neither readable
 	} {
 		if got := rcuExpedited(c.expedited, c.normal); got != c.want {
 			t.Errorf("rcu_expedited %q, rcu_normal %q: %v, want %v", c.expedited, c.normal, got, c.want)

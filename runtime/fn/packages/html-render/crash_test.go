@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,46 +17,61 @@ import (
 )
 
 // A Chromium that crashes during a render is started once more, and the
-// answer says so; one that crashes again makes the call ok: false naming the
-// signal. The crash is real: the page's first image request reaches this
-// test through the broker, which then sends SIGSEGV to this call's Chromium.
+// answer says so; one that crashes again makes the call ok: false naming
+// both. A SIGKILL (the memory limit's, or the runner's own) is not a crash
+// to restart from, and an answer after a restart still lists the crash. The
+// signals are real: the page's image request reaches this test through the
+// broker, which then sends the next signal of the plan to this call's
+// Chromium.
 func TestHTMLRenderRestartsACrashedChromium(t *testing.T) {
 	e, p := engine(t)
-	var requests, crashes, crashFirst atomic.Int32
-	crashFirst.Store(1)
+	var requests, sent atomic.Int32
+	var plan atomic.Pointer[[]syscall.Signal]
 	srv := imageServer(t, func(*http.Request) {
-		if requests.Add(1) <= crashFirst.Load() {
-			if pid := ourChromium(t); pid > 0 && syscall.Kill(pid, syscall.SIGSEGV) == nil {
-				crashes.Add(1)
+		n := int(requests.Add(1))
+		if signals := *plan.Load(); n <= len(signals) {
+			if pid := ourChromium(t); pid > 0 && syscall.Kill(pid, signals[n-1]) == nil {
+				sent.Add(1)
 			}
 		}
 	})
 	input := map[string]any{"html": `<title>again</title><img src="` + srv.URL + `/a.png">`, "screenshot": ""}
-	var a struct {
+	type restarted struct {
 		answer
 		Restarts []string `json:"chromium_restarts"`
 	}
-	raw := renderRaw(t, e, p, input, fn.CallRequest{Origins: []string{srv.URL}})
-	if err := json.Unmarshal(raw, &a); err != nil {
-		t.Fatalf("output %s: %v", raw, err)
+	run := func(signals ...syscall.Signal) (restarted, json.RawMessage) {
+		t.Helper()
+		requests.Store(0)
+		sent.Store(0)
+		plan.Store(&signals)
+		raw := renderRaw(t, e, p, input, fn.CallRequest{Origins: []string{srv.URL}})
+		var a restarted
+		if err := json.Unmarshal(raw, &a); err != nil {
+			t.Fatalf("output %s: %v", raw, err)
+		}
+		if int(sent.Load()) != len(signals) {
+			t.Fatalf("the test sent %d of its %d signals (%d requests): %s", sent.Load(), len(signals), requests.Load(), raw)
+		}
+		return a, raw
 	}
-	if crashes.Load() != 1 {
-		t.Fatalf("the test did not crash Chromium (%d requests)", requests.Load())
-	}
-	if !a.OK || a.Title != "again" || len(a.MissingImages) != 0 || len(a.Restarts) != 1 || a.Restarts[0] != "Chromium crashed (SIGSEGV)" {
+	segv := "Chromium crashed (SIGSEGV)"
+
+	a, raw := run(syscall.SIGSEGV)
+	if !a.OK || a.Title != "again" || len(a.MissingImages) != 0 || !slices.Equal(a.Restarts, []string{segv}) {
 		t.Fatalf("after one crash: %s", raw)
 	}
-
-	requests.Store(0)
-	crashes.Store(0)
-	crashFirst.Store(2)
-	raw = renderRaw(t, e, p, input, fn.CallRequest{Origins: []string{srv.URL}})
-	var b answer
-	if err := json.Unmarshal(raw, &b); err != nil {
-		t.Fatalf("output %s: %v", raw, err)
+	a, raw = run(syscall.SIGSEGV, syscall.SIGSEGV)
+	if a.OK || !strings.HasPrefix(a.Error, segv+"; restarted, then "+segv+"\n") || !slices.Equal(a.Restarts, []string{segv, segv}) {
+		t.Fatalf("after two crashes: %s", raw)
 	}
-	if crashes.Load() != 2 || b.OK || !strings.HasPrefix(b.Error, "Chromium crashed (SIGSEGV); restarted, then Chromium crashed (SIGSEGV)\n") {
-		t.Fatalf("after two crashes (%d): %s", crashes.Load(), raw)
+	a, raw = run(syscall.SIGKILL)
+	if a.OK || !strings.Contains(a.Error, "exit status -9") || a.Restarts != nil {
+		t.Fatalf("after a SIGKILL: %s", raw)
+	}
+	a, raw = run(syscall.SIGSEGV, syscall.SIGKILL)
+	if a.OK || !strings.Contains(a.Error, "exit status -9") || !slices.Equal(a.Restarts, []string{segv}) {
+		t.Fatalf("after a crash, then a SIGKILL: %s", raw)
 	}
 }
 

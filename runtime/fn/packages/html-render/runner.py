@@ -8,7 +8,9 @@
 import base64
 import json
 import os
+import resource
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,18 +24,34 @@ MAX_CONSOLE = 100
 MAX_TEXT = 1000
 MAX_LIST = 50
 MAX_SHOT_HEIGHT = 16384
-# A Chromium that crashes (a signal other than SIGKILL, which is the memory
-# limit's) is started once more on a fresh profile, if the crash came early
-# enough to leave the second start the time it needs under the 45 s deadline.
+# A Chromium that crashes (a signal other than SIGKILL: the memory limit's,
+# or the runner's own) is started once more on a fresh profile, if the crash
+# is noticed early enough to leave the second start its time. Every wait of
+# a call ends by END_AFTER seconds from the runner's start, so the answer
+# comes before the engine's deadline (the manifest's 45 s).
 RESTART_WITHIN = 15
+END_AFTER = 42
+STARTED = time.monotonic()
+CRASHES = []  # what each crashed Chromium died of, in order
 
 
 class Crashed(RuntimeError):
     """Chromium died of a signal it did not get from the runner."""
 
 
+def time_left(most):
+    """Seconds a wait may take: at most `most`, and not past the call's end."""
+    left = STARTED + END_AFTER - time.monotonic()
+    if left <= 0:
+        raise RuntimeError("out of time: the render did not finish in %ds" % END_AFTER)
+    return min(most, left)
+
+
 def fail(msg):
-    print(json.dumps({"ok": False, "error": msg}))
+    out = {"ok": False, "error": msg}
+    if CRASHES:
+        out["chromium_restarts"] = CRASHES
+    print(json.dumps(out))
     sys.exit(0)
 
 
@@ -88,7 +106,7 @@ class CDP:
 
     def call(self, method, params=None, session=None, timeout=20):
         want = self.send(method, params, session)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + time_left(timeout)
         while True:
             m = self.read(deadline)
             if m is None:
@@ -152,22 +170,21 @@ def broker_fetch(cdp, ev, session, fetches):
         cdp.send("Fetch.continueRequest", {"requestId": p["requestId"]}, session)
         return
     try:
-        body = None
-        if req.get("postData"):
-            body = req["postData"]
-        r = subako.fetch(url, method=req.get("method", "GET"), headers=req.get("headers") or {}, body=body, timeout=15)
-        fetches.append({"url": clip(url), "status": r.status})
-        headers = [{"name": k, "value": str(v)} for k, v in (r.headers or {}).items()
-                   if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
-        cdp.send("Fetch.fulfillRequest", {"requestId": p["requestId"], "responseCode": r.status or 502,
-                                          "responseHeaders": headers,
-                                          "body": base64.b64encode(r.body).decode()}, session)
+        r = subako.fetch(url, method=req.get("method", "GET"), headers=req.get("headers") or {},
+                         body=req.get("postData") or None, timeout=time_left(15))
     except Exception as e:  # refused by the broker (origin not granted) or failed
         fetches.append({"url": clip(url), "error": clip(e)})
         cdp.send("Fetch.failRequest", {"requestId": p["requestId"], "errorReason": "BlockedByClient"}, session)
+        return
+    fetches.append({"url": clip(url), "status": r.status})
+    headers = [{"name": k, "value": str(v)} for k, v in (r.headers or {}).items()
+               if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
+    cdp.send("Fetch.fulfillRequest", {"requestId": p["requestId"], "responseCode": r.status or 502,
+                                      "responseHeaders": headers,
+                                      "body": base64.b64encode(r.body).decode()}, session)
 
 
-def render(args, profile):
+def render(args, attempt):
     html, path = args.get("html"), args.get("path")
     if (html is None) == (path is None):
         fail("input: give exactly one of html (the page inline) or path (a volume file)")
@@ -206,14 +223,14 @@ def render(args, profile):
     # Chromium reads from fd 3 and writes to fd 4.
     to_chrome_r, to_chrome_w = os.pipe()
     from_chrome_r, from_chrome_w = os.pipe()
-    err = open("/tmp/chromium.log", "wb")
+    err = open(chromium_log(attempt), "wb")
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
              "--no-first-run", "--no-default-browser-check", "--disable-extensions",
              "--disable-background-networking", "--disable-sync", "--disable-component-update",
              "--disable-default-apps", "--mute-audio", "--hide-scrollbars", "--no-zygote", "--single-process", "--in-process-gpu",
              "--disable-breakpad", "--disable-crash-reporter", "--num-raster-threads=1",
              "--renderer-process-limit=1", "--disable-features=Translate,MediaRouter,OptimizationHints,PaintHolding",
-             "--allow-file-access-from-files", "--user-data-dir=" + profile,
+             "--allow-file-access-from-files", "--user-data-dir=" + profile(attempt),
              "--remote-debugging-pipe", "about:blank"]
 
     def child():
@@ -221,6 +238,9 @@ def render(args, profile):
         # limit); Chromium makes a large sparse file at start: ignored, the
         # signal becomes EFBIG, which it survives.
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        # A crash writes no core: one would fill /tmp (64 MiB) and count
+        # against the memory limit before the restart.
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.dup2(to_chrome_r, 3)
         os.dup2(from_chrome_w, 4)
 
@@ -228,6 +248,7 @@ def render(args, profile):
                             pass_fds=(3, 4), preexec_fn=child, close_fds=True)
     os.close(to_chrome_r)
     os.close(from_chrome_w)
+    err.close()
     cdp = CDP(proc, to_chrome_w, from_chrome_r)
     started = time.monotonic()
     try:
@@ -243,7 +264,7 @@ def render(args, profile):
         dropped = 0
         loaded = False
         settle_until = None
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + time_left(20)
         while True:
             now = time.monotonic()
             if loaded and settle_until is None:
@@ -318,40 +339,54 @@ def render(args, profile):
         except Exception:
             proc.kill()
             proc.wait()
+        os.close(to_chrome_w)
+        os.close(from_chrome_r)
 
 
 def main():
     req = json.load(sys.stdin)
     if req.get("tool") != "render":
         fail("unknown tool %r" % req.get("tool"))
-    started, crashes = time.monotonic(), []
     while True:
+        attempt = len(CRASHES)
         try:
-            out = render(req.get("input") or {}, "/tmp/chromium-profile-%d" % len(crashes))
+            out = render(req.get("input") or {}, attempt)
             break
         except Crashed as e:
-            crashes.append(str(e))
-            if len(crashes) > 1 or time.monotonic() - started > RESTART_WITHIN:
-                fail_with_log("; restarted, then ".join(crashes))
+            CRASHES.append(str(e))
+            if len(CRASHES) > 1 or time.monotonic() - STARTED > RESTART_WITHIN:
+                fail("%s\n%s" % ("; restarted, then ".join(CRASHES), log_tail(attempt)))
+            # The crashed attempt's log goes to stderr (a call that fails in
+            # the end shows it), and its profile goes, to leave /tmp free.
+            sys.stderr.write("html-render: %s; starting it again. The end of its log:\n%s\n" % (e, log_tail(attempt)))
+            shutil.rmtree(profile(attempt), ignore_errors=True)
         except RuntimeError as e:
-            fail_with_log(e)
-    if crashes:
-        out["chromium_restarts"] = crashes
+            fail("%s\n%s" % (e, log_tail(attempt)))
+    if CRASHES:
+        out["chromium_restarts"] = CRASHES
     sys.stdout.write(json.dumps(out, ensure_ascii=False))
 
 
-def fail_with_log(e):
-    log = b""
+def profile(attempt):
+    return "/tmp/chromium-profile-%d" % attempt
+
+
+def chromium_log(attempt):
+    return "/tmp/chromium-%d.log" % attempt
+
+
+def log_tail(attempt):
+    """The last 4000 bytes of an attempt's Chromium log, from a whole line."""
     try:
-        with open("/tmp/chromium.log", "rb") as f:
+        with open(chromium_log(attempt), "rb") as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - 4000))
             log = f.read()
-            if f.tell() > len(log):  # begin at a whole line
+            if f.tell() > len(log):
                 log = log.partition(b"\n")[2]
     except OSError:
-        pass
-    fail("%s\n%s" % (e, log.decode("utf-8", "replace")))
+        return ""
+    return log.decode("utf-8", "replace")
 
 
 main()

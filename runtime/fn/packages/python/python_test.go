@@ -403,8 +403,8 @@ while True:
     pass
 `, nil, fn.CallRequest{Timeout: 1500 * time.Millisecond,
 		Volume: &fn.VolumeMount{Dir: volDir, Write: true, MaxFileBytes: 1 << 20, MaxNewBytes: 1 << 20, MaxNewFiles: 10}})
-	if !errors.Is(err, fn.ErrTimeout) {
-		t.Fatalf("err %v, want a timeout", err)
+	if !errors.Is(err, fn.ErrTimeout) || !strings.Contains(err.Error(), "stopped at the deadline of 1.5s") {
+		t.Fatalf("err %v, want the call's deadline of 1.5s", err)
 	}
 	if took := time.Since(start); took > 4*time.Second {
 		t.Fatalf("the deadline of 1.5 s took %s", took)
