@@ -181,7 +181,8 @@ func (e *Engine) callNative(ctx context.Context, p *Package, req CallRequest) (C
 		}
 	}
 	run, runErr := local.RunOneShot(cctx, shot)
-	br.close() // waits for a fetch in flight: f.fetches is complete after
+	cancel()   // the sandbox is gone: a fetch still in flight has no one to answer
+	br.close() // waits for that fetch to end: f.fetches is complete after
 	res := CallResult{Duration: time.Since(start), Stderr: stderr.String(), Fetches: f.fetches}
 	var volErr *CallError
 	if vol != nil {
