@@ -236,8 +236,8 @@ def render(args, attempt):
 
     def child():
         # With a write grant the sandbox has RLIMIT_FSIZE (the volume's file
-        # limit); Chromium makes a large sparse file at start: ignored, the
-        # signal becomes EFBIG, which it survives.
+        # limit); Chromium's audio client sizes a 64 MiB memfd at start:
+        # ignored, the signal becomes EFBIG, which it survives.
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         # A crash writes no core: one would fill /tmp (64 MiB) and count
         # against the memory limit before the restart.
