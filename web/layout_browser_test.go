@@ -177,7 +177,10 @@ func checkPages(t *testing.T, w *world, paths []string, width int64, scheme, axe
 func checkPage(t *testing.T, ctx context.Context, url, where, axeJS string) {
 	t.Helper()
 	steps(t, ctx, "open "+where, chromedp.Navigate(url))
-	waitReady(t, ctx, where)
+	// Not a chromedp.Poll: one started in the document being replaced
+	// failed CI with "Cannot find context with specified id" on a page that
+	// had loaded; waitNewPage evaluates in whatever document is in front.
+	waitNewPage(t, ctx, "!!window.htmx")
 	screenshot(ctx, t, "layout "+strings.NewReplacer("/", "_", "?", "_", " ", "-", ",", "").Replace(where))
 	m, err := chromedp.Run(ctx, chromedp.Evaluate[pageCheck](measureWidth))
 	if err != nil {
@@ -283,24 +286,4 @@ func TestBrowserMenuSkipLinkFaviconAndSchemasOnDemand(t *testing.T) {
 		void(chromedp.Evaluate[bool](`document.querySelector("[data-testid=try-tool-name]").dispatchEvent(new Event("change", {bubbles: true}))`)),
 		void(chromedp.Poll[bool](`(document.querySelector('[data-schema-for="builtin__session__rename"] [data-testid=tool-schema]') || {textContent: ""}).textContent.includes('"title"')`)),
 	)
-}
-
-// waitReady waits for the page just opened to have loaded with htmx. A
-// poll that chromedp started in the document being replaced fails with
-// "Cannot find context with specified id" (it failed CI once, on a
-// /sandboxes that had loaded: readyState complete, status 200); it is
-// asked again, in the new document, up to three times.
-func waitReady(t *testing.T, ctx context.Context, where string) {
-	t.Helper()
-	ready := void(chromedp.Poll[bool](`document.readyState === "complete" && !!window.htmx`))
-	var err error
-	for range 3 {
-		if err = chromedp.Do(ctx, ready); err == nil || !strings.Contains(err.Error(), "Cannot find context with specified id") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("open %s: %v\n%s", where, err, whereThingsStand(ctx))
-	}
 }
