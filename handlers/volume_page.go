@@ -83,13 +83,15 @@ func (h *Handlers) SessionFilesEvents(c echo.Context) error {
 // removed or signed out stops receiving at the next change.
 func (h *Handlers) streamPart(c echo.Context, name string, matters func(runtime.Event) bool,
 	read func(runtime.Principal) (templ.Component, error)) error {
+	// Subscribed before the first read: a change between that read and
+	// the subscription would otherwise never reach this page.
+	events, stop := h.RT.Subscribe()
+	defer stop()
 	part, err := read(principal(c))
 	if err != nil {
 		return err
 	}
 	sid, _ := c.Get(webSIDKey).(string)
-	events, stop := h.RT.Subscribe()
-	defer stop()
 	out := openSSE(c)
 	beat := time.NewTicker(sseHeartbeat)
 	defer beat.Stop()
