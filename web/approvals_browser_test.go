@@ -22,13 +22,13 @@ import (
 // pollFront waits until a JavaScript condition holds in the front tab, up to d;
 // it re-checks on every animation frame, which a background tab never has.
 func pollFront(cond string, d time.Duration) chromedp.Action[chromedp.Void] {
-	return void(chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(d)))
+	return void(pollAgain[bool](cond, d))
 }
 
 // watchDOM waits until a condition on the page's content holds, up to d, checking
 // on every change to the DOM: it works in a background tab too.
 func watchDOM(cond string, d time.Duration) chromedp.Action[chromedp.Void] {
-	return void(chromedp.Poll[bool](cond, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(d)))
+	return void(pollAgain[bool](cond, d, chromedp.WithPollingMutation()))
 }
 
 func receiveCall(t *testing.T, waiting <-chan call) call {

@@ -72,9 +72,9 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	// One script finds the node and reads it, so an htmx or SSE swap that
 	// replaces the node between the two cannot fail the read.
 	js := fmt.Sprintf(`(e => e ? {t: e.innerText} : null)(document.querySelector(%q))`, sel)
-	v, err := chromedp.Run(ctx, chromedp.Poll[struct {
+	v, err := chromedp.Run(ctx, pollAgain[struct {
 		T string `json:"t"`
-	}](js, chromedp.WithPollingTimeout(15*time.Second)))
+	}](js, 15*time.Second))
 	if err != nil {
 		t.Fatalf("read %s: %v", sel, err)
 	}
@@ -86,9 +86,9 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 func attr(t *testing.T, ctx context.Context, sel, name string) string {
 	t.Helper()
 	js := fmt.Sprintf(`(e => e ? {v: e.getAttribute(%q) || ""} : null)(document.querySelector(%q))`, name, sel)
-	v, err := chromedp.Run(ctx, chromedp.Poll[struct {
+	v, err := chromedp.Run(ctx, pollAgain[struct {
 		V string `json:"v"`
-	}](js, chromedp.WithPollingTimeout(15*time.Second)))
+	}](js, 15*time.Second))
 	if err != nil {
 		t.Fatalf("read %s of %s: %v", name, sel, err)
 	}
@@ -205,6 +205,49 @@ func TestBrowserSetupLoginLogout(t *testing.T) {
 }
 
 // void runs an action for its effect, dropping its value, so it fits in steps.
+// pollAgain is chromedp.Poll for up to d in whatever document is in front.
+// chromedp's poll does not survive a navigation: one started in a document
+// that is then replaced fails with "Cannot find context with specified id"
+// (which failed CI runs on pages that had loaded). This one starts again
+// in the new document, within the same d.
+func pollAgain[T any](cond string, d time.Duration, opts ...chromedp.PollOption) chromedp.Action[T] {
+	return func(ctx context.Context, t *chromedp.Target) (T, error) {
+		deadline := time.Now().Add(d)
+		for {
+			v, err := chromedp.Poll[T](cond, append(opts, chromedp.WithPollingTimeout(max(time.Until(deadline), time.Millisecond)))...)(ctx, t)
+			if err == nil || !documentReplaced(err) || time.Now().After(deadline) {
+				return v, err
+			}
+			if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+				return v, err
+			}
+		}
+	}
+}
+
+// poll waits up to 30 s, chromedp.Poll's own default, until cond holds.
+func poll(cond string) chromedp.Action[chromedp.Void] {
+	return void(pollAgain[bool](cond, 30*time.Second))
+}
+
+// documentReplaced says whether err is DevTools' answer to a script run in
+// a document that has since been replaced.
+func documentReplaced(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") ||
+		strings.Contains(msg, "Execution context was destroyed") ||
+		strings.Contains(msg, "Inspected target navigated or closed")
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
 func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 		_, err := a(ctx, t)

@@ -35,7 +35,7 @@ func TestBrowserCopyButtonCopiesTheToken(t *testing.T) {
 	steps(t, ctx, "copy", chromedp.Click(css(`[data-testid=copy-token-created]`)))
 	js := `document.querySelector("[data-testid=copy-status-token-created]").textContent === "Copied" &&
 		document.querySelector("[data-testid=copy-token-created]").textContent === "Copied"`
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js)); err != nil {
+	if _, err := chromedp.Run(ctx, poll(js)); err != nil {
 		t.Fatalf("no Copied feedback: %v", err)
 	}
 	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))

@@ -33,7 +33,7 @@ func TestBrowserVersionEditorSandboxGrant(t *testing.T) {
 	// A bad name: the message appears under the field as the person types.
 	run("type a bad name",
 		chromedp.SendKeys(css(`[data-testid=grant-name]`), "Work_Bench"),
-		void(chromedp.Poll[bool](`document.querySelector("[data-testid=name-error]").textContent.includes("lowercase")`)),
+		poll(`document.querySelector("[data-testid=name-error]").textContent.includes("lowercase")`),
 	)
 	if msg := text(t, ctx, `[data-testid=name-error]`); !strings.Contains(msg, "may contain only lowercase letters") {
 		t.Fatalf("live message for a bad name: %q", msg)
@@ -52,7 +52,7 @@ func TestBrowserVersionEditorSandboxGrant(t *testing.T) {
 	run("fix the name, ask first for exec, save",
 		chromedp.Clear(css(`[data-testid=grant-name]`)),
 		chromedp.SendKeys(css(`[data-testid=grant-name]`), "workbench"),
-		void(chromedp.Poll[bool](`document.querySelector("[data-testid=name-error]").textContent === ""`)),
+		poll(`document.querySelector("[data-testid=name-error]").textContent === ""`),
 		chromedp.SetValue(css(`[data-testid=rule-tool-0]`), "exec"),
 		chromedp.SetValue(css(`[data-testid=rule-policy-0]`), "ask"),
 		chromedp.Click(css(`[data-testid=grant-submit]`)),

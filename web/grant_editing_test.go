@@ -80,16 +80,16 @@ func TestBrowserToolRuleRowsAddAndRemove(t *testing.T) {
 	steps(t, ctx, "add two rules, remove the first",
 		chromedp.Click(css(`[data-testid=rule-add]`)),
 		chromedp.Click(css(`[data-testid=rule-add]`)),
-		void(chromedp.Poll[bool](rows+` === `+itoa(before+2))),
+		poll(rows+` === `+itoa(before+2)),
 		chromedp.Click(css(`[data-testid=rule-remove-0]`)),
-		void(chromedp.Poll[bool](rows+` === `+itoa(before+1))),
+		poll(rows+` === `+itoa(before+1)),
 	)
 	if label := attr(t, ctx, `[data-testid=rule-tool-0]`, "aria-label"); label != "Tool of rule 1" {
 		t.Fatalf("after a removal the first rule is labelled %q", label)
 	}
 	steps(t, ctx, "remove every row but one, set it to deny exec, save",
 		void(chromedp.Evaluate[bool](`(() => { const rs = document.querySelectorAll("[data-rule-row]"); for (let i = 1; i < rs.length; i++) rs[i].querySelector("[data-rule-remove]").click(); return true })()`)),
-		void(chromedp.Poll[bool](rows+` === 1`)),
+		poll(rows+` === 1`),
 		chromedp.SetValue(css(`[data-testid=rule-tool-0]`), "exec"),
 		chromedp.SetValue(css(`[data-testid=rule-policy-0]`), "deny"),
 		chromedp.Click(css(`[data-testid=grant-submit]`)),

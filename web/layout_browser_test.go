@@ -264,7 +264,7 @@ func TestBrowserMenuSkipLinkFaviconAndSchemasOnDemand(t *testing.T) {
 		t.Fatalf("the first Tab lands on %q, not the skip link", f)
 	}
 	steps(t, ctx, "follow the skip link", chromedp.KeyEvent("\r"),
-		void(chromedp.Poll[bool](`document.activeElement.id === "main"`)))
+		poll(`document.activeElement.id === "main"`))
 
 	// The favicon is linked with a checksum and served as SVG.
 	icon := attr(t, ctx, `link[rel=icon]`, "href")
@@ -278,12 +278,12 @@ func TestBrowserMenuSkipLinkFaviconAndSchemasOnDemand(t *testing.T) {
 	// Opening a tool fetches its schema.
 	steps(t, ctx, "open echo in What the model sees",
 		chromedp.Click(css(`[data-testid="offered-mcp__everything__echo"] summary`)),
-		void(chromedp.Poll[bool](`(document.querySelector('[data-testid="schema-mcp__everything__echo"] [data-testid=tool-schema]') || {textContent: ""}).textContent.includes("Message to echo")`)),
+		poll(`(document.querySelector('[data-testid="schema-mcp__everything__echo"] [data-testid=tool-schema]') || {textContent: ""}).textContent.includes("Message to echo")`),
 	)
 	// Picking a tool in "Try a tool" fetches its schema then.
 	steps(t, ctx, "pick session rename in Try a tool",
 		chromedp.SetValue(css(`[data-testid=try-tool-name]`), "builtin__session__rename"),
 		void(chromedp.Evaluate[bool](`document.querySelector("[data-testid=try-tool-name]").dispatchEvent(new Event("change", {bubbles: true}))`)),
-		void(chromedp.Poll[bool](`(document.querySelector('[data-schema-for="builtin__session__rename"] [data-testid=tool-schema]') || {textContent: ""}).textContent.includes('"title"')`)),
+		poll(`(document.querySelector('[data-schema-for="builtin__session__rename"] [data-testid=tool-schema]') || {textContent: ""}).textContent.includes('"title"')`),
 	)
 }

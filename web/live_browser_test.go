@@ -67,7 +67,7 @@ func TestBrowserTryResultFollowsTheDecision(t *testing.T) {
 	steps(t, ctx, "try get-env, which asks first",
 		chromedp.Navigate(w.srv.URL+"/sessions/"+s.ID),
 		chromedp.WaitVisible(css(`[data-testid=try-form]`)),
-		void(chromedp.Poll[bool](`document.querySelector("[data-testid=session-live]").getAttribute("data-live") === "open"`)),
+		poll(`document.querySelector("[data-testid=session-live]").getAttribute("data-live") === "open"`),
 		chromedp.SetValue(css(`[data-testid=try-tool-name]`), getEnv),
 		chromedp.SetValue(css(`[data-testid=try-input]`), `{}`),
 		chromedp.Click(css(`[data-testid=try-submit]`)),

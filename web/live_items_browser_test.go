@@ -74,7 +74,7 @@ func TestBrowserSessionCallLogAddsOnlyTheNewCall(t *testing.T) {
 	row := fmt.Sprintf(`document.querySelector("[data-testid=call-row][data-call=%s]")`, first.ID)
 	steps(t, ctx, "open the session and mark its call",
 		chromedp.Navigate(w.srv.URL+"/sessions/"+s.ID),
-		void(chromedp.Poll[bool](`document.querySelector("[data-testid=session-live]").getAttribute("data-live") === "open"`)),
+		poll(`document.querySelector("[data-testid=session-live]").getAttribute("data-live") === "open"`),
 		void(chromedp.Evaluate[bool](`window.notReloaded = true; `+row+`.setAttribute("data-mark", "kept"); `+row+`.querySelector("details").open = true; true`)),
 	)
 	w.clock.Advance(time.Second) // the test's clock stands still: the second is made later

@@ -312,7 +312,7 @@ func TestBrowserSandboxPortPreviewAndLiveOutput(t *testing.T) {
 	)
 	started := w.callAsync(s.Token, s.ID, execTool, map[string]any{"command": "for i in 1 2 3; do echo line$i; sleep 1; done"}, 60)
 	run("see the first lines while it runs",
-		void(chromedp.Poll[bool](liveText+`.includes("line2")`)),
+		poll(liveText+`.includes("line2")`),
 	)
 	select {
 	case c := <-started:
@@ -328,6 +328,6 @@ func TestBrowserSandboxPortPreviewAndLiveOutput(t *testing.T) {
 		t.Fatalf("the exec: %+v", c)
 	}
 	run("the live output goes once the exec has ended",
-		void(chromedp.Poll[bool](`!`+liveText+`.includes("line")`)),
+		poll(`!`+liveText+`.includes("line")`),
 	)
 }

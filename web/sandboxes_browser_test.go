@@ -20,7 +20,7 @@ const fetchBase64 = `fetch(%q).then(r => { if (!r.ok) throw new Error("status " 
 
 // stateIs polls the first sandbox row's state badge.
 func stateIs(state string) chromedp.Action[chromedp.Void] {
-	return void(chromedp.Poll[bool](`(document.querySelector("[data-testid=sandbox-state]") || {textContent: ""}).textContent.trim() === "` + state + `"`))
+	return poll(`(document.querySelector("[data-testid=sandbox-state]") || {textContent: ""}).textContent.trim() === "` + state + `"`)
 }
 
 func TestBrowserSandboxesTabLiveStateAndArchive(t *testing.T) {
@@ -54,7 +54,7 @@ func TestBrowserSandboxesTabLiveStateAndArchive(t *testing.T) {
 	run("see it suspended without a reload",
 		stateIs("suspended"),
 		chromedp.WaitVisible(css(`[data-testid=archive-download]`)),
-		void(chromedp.Poll[bool](`window.notReloaded === true`)),
+		poll(`window.notReloaded === true`),
 	)
 	screenshot(ctx, t, "sandboxes-suspended")
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("[data-testid=archive-delete]").length`)); err != nil || n != 0 {

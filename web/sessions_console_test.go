@@ -584,12 +584,12 @@ func TestBrowserTryAToolUpdatesTheLiveLog(t *testing.T) {
 		// A reload would lose this mark.
 		void(chromedp.Evaluate[bool](`window.stillThisPage = true`)),
 		// The stream is open before anything happens.
-		void(chromedp.Poll[bool](`document.querySelector("[data-testid=session-live]").getAttribute("data-live") === "open"`)),
+		poll(`document.querySelector("[data-testid=session-live]").getAttribute("data-live") === "open"`),
 	)
 	run("pick session rename: its schema shows",
 		chromedp.SetValue(css(`[data-testid=try-tool-name]`), "builtin__session__rename"),
 		void(chromedp.Evaluate[bool](`document.querySelector("[data-testid=try-tool-name]").dispatchEvent(new Event("change", {bubbles: true}))`)),
-		void(chromedp.Poll[bool](`!document.querySelector('[data-schema-for="builtin__session__rename"]').hidden`)),
+		poll(`!document.querySelector('[data-schema-for="builtin__session__rename"]').hidden`),
 	)
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".try-schema:not([hidden])").length`)); err != nil || n != 1 {
 		t.Fatalf("%d schemas are shown (%v)", n, err)
@@ -602,10 +602,10 @@ func TestBrowserTryAToolUpdatesTheLiveLog(t *testing.T) {
 		chromedp.WaitVisible(css(`[data-testid=try-result]`)),
 	)
 	run("run it: the call log shows the call",
-		void(chromedp.Poll[bool](`document.querySelector("#session-calls [data-testid=call-tool]")?.textContent === "builtin__session__rename"`)),
+		poll(`document.querySelector("#session-calls [data-testid=call-tool]")?.textContent === "builtin__session__rename"`),
 	)
 	run("run it: the head shows the new title",
-		void(chromedp.Poll[bool](`document.querySelector("[data-testid=session-title]").textContent === "Renamed in the browser"`)),
+		poll(`document.querySelector("[data-testid=session-title]").textContent === "Renamed in the browser"`),
 	)
 	screenshot(ctx, t, "session-try")
 	if by := text(t, ctx, `#session-calls [data-testid=call-by]`); by != "owner@example.com" {
@@ -614,7 +614,7 @@ func TestBrowserTryAToolUpdatesTheLiveLog(t *testing.T) {
 	// An agent's call arrives on the open page too.
 	w.call(s.Token, s.ID, "mcp__everything__echo", map[string]any{"message": "from the agent"}, 10)
 	run("see the agent's call",
-		void(chromedp.Poll[bool](`document.querySelectorAll("#session-calls [data-testid=call-row]").length === 2 && document.querySelector("#session-calls").textContent.includes("from the agent")`)),
+		poll(`document.querySelectorAll("#session-calls [data-testid=call-row]").length === 2 && document.querySelector("#session-calls").textContent.includes("from the agent")`),
 	)
 	if still, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.stillThisPage === true`)); err != nil || !still {
 		t.Fatalf("the page was reloaded (%v)", err)

@@ -56,7 +56,7 @@ func TestBrowserTryAToolWithVolumeFiles(t *testing.T) {
 	run("open the session: the picker lists the volume's file",
 		chromedp.Navigate(w.srv.URL+"/sessions/"+w.s.ID),
 		chromedp.WaitVisible(css(`[data-testid=try-volume-path]`)),
-		void(chromedp.Poll[bool](`document.querySelector("[data-testid=session-live]").getAttribute("data-live") === "open"`)),
+		poll(`document.querySelector("[data-testid=session-live]").getAttribute("data-live") === "open"`),
 		chromedp.SetValue(css(`[data-testid=try-tool-name]`), "fn__writer__files"),
 		void(chromedp.Evaluate[bool](`(() => { document.querySelector("#try-input").value = '{"ops": [{"op": "read", "path": }, {"op": "mkdir", "path": "/volume/out"}, {"op": "write", "path": "/volume/out/from-try.txt", "text": "copied"}]}'; return true })()`)),
 		// The cursor after "path": , where the path goes.

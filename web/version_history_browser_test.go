@@ -14,7 +14,7 @@ func TestBrowserVersionHistoryFitsItsCard(t *testing.T) {
 	steps(t, ctx, "emulate the window", chromedp.EmulateViewport(1400, 900))
 	steps(t, ctx, "sign in", ownerSignIn(w.srv.URL)...)
 	steps(t, ctx, "open the version", chromedp.Navigate(w.srv.URL+"/versions/"+w.version),
-		void(chromedp.Poll[bool](`document.readyState === "complete" && !!document.querySelector('[data-testid="versions"]')`)))
+		poll(`document.readyState === "complete" && !!document.querySelector('[data-testid="versions"]')`))
 	over, err := chromedp.Run(ctx, chromedp.Evaluate[int](
 		`(() => { const r = document.querySelector('[data-testid="versions"]').closest(".table-scroll"); return r.scrollWidth - r.clientWidth })()`))
 	if err != nil {

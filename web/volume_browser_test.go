@@ -76,7 +76,7 @@ func TestBrowserFilesTab(t *testing.T) {
 	run("preview the image",
 		chromedp.Click(css(`tr[data-path="chart.png"] [data-testid=file-preview-link]`)),
 		chromedp.WaitVisible(css(`[data-testid=file-preview-image]`)),
-		void(chromedp.Poll[bool](`document.querySelector("[data-testid=file-preview-image]").naturalWidth === 40`)),
+		poll(`document.querySelector("[data-testid=file-preview-image]").naturalWidth === 40`),
 	)
 	run("preview the PDF",
 		chromedp.Click(css(`tr[data-path="docs/brief.pdf"] [data-testid=file-preview-link]`)),
@@ -93,7 +93,7 @@ func TestBrowserFilesTab(t *testing.T) {
 	w.call("fn__writer__files", `[{"op":"mkdir","path":"/volume/out"},{"op":"write","path":"/volume/out/summary.txt","text":"rows: 1"}]`)
 	run("see it live",
 		chromedp.WaitVisible(css(`tr[data-path="out/summary.txt"]`)),
-		void(chromedp.Poll[bool](`window.notReloaded === true`)),
+		poll(`window.notReloaded === true`),
 	)
 	if row := text(t, ctx, `tr[data-path="out/summary.txt"]`); !strings.Contains(row, "call call_") {
 		t.Fatalf("the function's file row reads %q", row)
@@ -103,7 +103,7 @@ func TestBrowserFilesTab(t *testing.T) {
 		chromedp.WaitVisible(css(`[data-testid=confirm-ok]`)),
 		chromedp.Click(css(`[data-testid=confirm-ok]`)),
 		chromedp.WaitVisible(css(`[data-testid=flash]`)),
-		void(chromedp.Poll[bool](`document.querySelector('tr[data-path="chart.png"]') === null`)),
+		poll(`document.querySelector('tr[data-path="chart.png"]') === null`),
 	)
 	if st, _ := w.raw(w.s.Token, "GET", "/sessions/"+w.s.ID+"/volume/chart.png", nil, ""); st != 404 {
 		t.Fatalf("chart.png after the console deleted it: %d", st)
