@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -114,6 +115,7 @@ func (m *mcpBench) sessionClient(b *testing.B) *mcp.ClientSession {
 // side is one of the two things compared: its clients and the call each
 // makes (or, for an in-process side, calls: one function a client).
 type side struct {
+	name    string // in the metrics' names; "subako" or "base" when empty
 	clients []*mcp.ClientSession
 	params  *mcp.CallToolParams
 	want    string
@@ -167,7 +169,8 @@ func (s *side) round(b *testing.B, per int) {
 
 // compare runs b.N calls a client on each side, alternating rounds of a few
 // calls, and reports both sides' calls a second and time a call, and the
-// ratio of Subako's time to the baseline's.
+// ratio of the first side's time to the second's (Subako's to the
+// baseline's, unless the sides are named otherwise).
 func compare(b *testing.B, subako, base *side) {
 	b.Helper()
 	subako.round(b, 2) // warm: the first call discovers tools and opens pooled sessions
@@ -180,11 +183,11 @@ func compare(b *testing.B, subako, base *side) {
 		base.round(b, per)
 	}
 	b.StopTimer()
-	rate := func(s *side) float64 { return float64(s.calls) / s.elapsed.Seconds() }
-	b.ReportMetric(rate(subako), "subako_calls/s")
-	b.ReportMetric(rate(base), "base_calls/s")
-	b.ReportMetric(float64(subako.elapsed.Microseconds())/float64(subako.calls)*float64(len(subako.callers())), "subako_us/call")
-	b.ReportMetric(float64(base.elapsed.Microseconds())/float64(base.calls)*float64(len(base.callers())), "base_us/call")
+	for s, name := range map[*side]string{subako: "subako", base: "base"} {
+		name = cmp.Or(s.name, name)
+		b.ReportMetric(float64(s.calls)/s.elapsed.Seconds(), name+"_calls/s")
+		b.ReportMetric(float64(s.elapsed.Microseconds())/float64(s.calls)*float64(len(s.callers())), name+"_us/call")
+	}
 	b.ReportMetric(subako.elapsed.Seconds()/base.elapsed.Seconds(), "ratio")
 	b.ReportMetric(0, "ns/op") // the figures above are the ones that mean something
 }
@@ -205,6 +208,60 @@ func BenchmarkMCPEndpointEcho(b *testing.B) {
 				base.clients = append(base.clients, connect(b, m.mcpURL, benchMCPToken))
 			}
 			compare(b, subako, base)
+		})
+	}
+}
+
+// BenchmarkMCPEndpointEchoFloor measures what the endpoint's goal is up
+// against: a forwarder that only forwards (a bare Go SDK server whose echo
+// calls the same upstream through a Go SDK client session of its own, one
+// per client as Subako's pool keeps one per session; no bearer check, no
+// policy, no record, no credential lookup). forwarder_vs_direct is the
+// forwarder against the direct call (the floor of any proxy built on the
+// SDK); subako_vs_forwarder is a session's endpoint against the forwarder,
+// what governing adds above forwarding. Each sub-benchmark alternates its
+// two sides like the others.
+func BenchmarkMCPEndpointEchoFloor(b *testing.B) {
+	m := newMCPBench(b)
+	echo := func() *mcp.CallToolParams {
+		return &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}
+	}
+	forwarders := http.NewServeMux()
+	fwdSrv := httptest.NewServer(forwarders)
+	b.Cleanup(fwdSrv.Close)
+	nextForwarder := 0
+	// forwarder serves a new forwarder with its own upstream session and
+	// connects a client to it.
+	forwarder := func(b *testing.B) *mcp.ClientSession {
+		up := connect(b, m.mcpURL, benchMCPToken)
+		srv := mcp.NewServer(&mcp.Implementation{Name: "forwarder", Version: "1"}, nil)
+		srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return up.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
+			})
+		nextForwarder++
+		path := fmt.Sprintf("/forwarder/%d", nextForwarder)
+		forwarders.Handle(path, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		return connect(b, fwdSrv.URL+path, "unused")
+	}
+	for _, n := range []int{1, 4} {
+		b.Run(fmt.Sprintf("forwarder_vs_direct/clients=%d", n), func(b *testing.B) {
+			fwd := &side{name: "forwarder", params: echo(), want: "Echo: hi"}
+			direct := &side{name: "direct", params: echo(), want: "Echo: hi"}
+			for range n {
+				fwd.clients = append(fwd.clients, forwarder(b))
+				direct.clients = append(direct.clients, connect(b, m.mcpURL, benchMCPToken))
+			}
+			compare(b, fwd, direct)
+		})
+		b.Run(fmt.Sprintf("subako_vs_forwarder/clients=%d", n), func(b *testing.B) {
+			subako := &side{params: &mcp.CallToolParams{Name: "mcp__everything__echo", Arguments: map[string]any{"message": "hi"}}, want: "Echo: hi"}
+			fwd := &side{name: "forwarder", params: echo(), want: "Echo: hi"}
+			for range n {
+				subako.clients = append(subako.clients, m.sessionClient(b))
+				fwd.clients = append(fwd.clients, forwarder(b))
+			}
+			compare(b, subako, fwd)
 		})
 	}
 }
