@@ -204,7 +204,6 @@ func TestBrowserSetupLoginLogout(t *testing.T) {
 	}
 }
 
-// void runs an action for its effect, dropping its value, so it fits in steps.
 // pollAgain is chromedp.Poll for up to d in whatever document is in front.
 // chromedp's poll does not survive a navigation: one started in a document
 // that is then replaced fails with "Cannot find context with specified id"
@@ -239,6 +238,7 @@ func documentReplaced(err error) bool {
 		strings.Contains(msg, "Inspected target navigated or closed")
 }
 
+// sleepCtx sleeps for d, or less if ctx ends first.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
@@ -248,6 +248,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// void runs an action for its effect, dropping its value, so it fits in steps.
 func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 		_, err := a(ctx, t)
