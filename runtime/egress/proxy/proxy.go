@@ -557,6 +557,15 @@ func (p *Proxy) forward(w io.Writer, req *http.Request, scheme, hostport string)
 			}
 		}
 	}
+	// The transport may still read a streamed body after RoundTrip returns
+	// (an answer that came before the body was sent); it closes it when
+	// done. Until then the next request must not be read from the same
+	// connection (bodyFinished).
+	var bodyDone chan struct{}
+	if out.Body != nil && out.Body != http.NoBody {
+		bc := &closeSignal{ReadCloser: out.Body, closed: make(chan struct{})}
+		out.Body, bodyDone = bc, bc.closed
+	}
 	resp, err := vault.RoundTrip(p.transport, out, attach)
 	if err != nil {
 		if errors.Is(err, errNotListed) || errors.Is(err, egress.ErrRefused) {
@@ -599,7 +608,46 @@ func (p *Proxy) forward(w io.Writer, req *http.Request, scheme, hostport string)
 	if err := resp.Write(w); err != nil {
 		return false
 	}
-	return keep && !resp.Close
+	return keep && !resp.Close && bodyFinished(bodyDone)
+}
+
+// closeSignal is a request body that says when its reader closed it.
+type closeSignal struct {
+	io.ReadCloser
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (b *closeSignal) Close() error {
+	// A body read by http.ReadRequest reads to its end on Close (from the
+	// sandbox's connection): closed only after that.
+	err := b.ReadCloser.Close()
+	b.once.Do(func() { close(b.closed) })
+	return err
+}
+
+// bodyWait bounds how long a connection waits, after an answer, for the
+// transport to finish with the request's body before its next request:
+// past it the connection ends instead.
+const bodyWait = 5 * time.Second
+
+// bodyFinished waits, at most bodyWait, until the transport is done with
+// a request's body (closed, its rest read from the connection). Reading
+// the next request while the transport still reads the body would read
+// the same connection from two goroutines (a panic in bufio, or the body's
+// bytes taken for a request). True when there was no body.
+func bodyFinished(done chan struct{}) bool {
+	if done == nil {
+		return true
+	}
+	t := time.NewTimer(bodyWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 func bodyAllowed(code int) bool {

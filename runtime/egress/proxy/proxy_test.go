@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,9 +11,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/subako/subako/runtime/egress/allowlist"
 )
@@ -148,4 +151,64 @@ func BenchmarkExitRequest(b *testing.B) {
 			return func(r *http.Request) { r.Header.Set("Authorization", "Bearer bench-token") }, nil
 		}})
 	b.Run("exit_tls_credential", func(b *testing.B) { get(b, c, secure.URL) })
+}
+
+// TestNextRequestWaitsForTheLastBody: a server that answers a large POST
+// before reading its body. The exit's transport is still sending the body
+// when the answer comes back, so the next request on the sandbox's
+// connection is read only once the body is done. Before, the two read the
+// connection at once: a panic in bufio (a CI run), or the body's bytes
+// taken for a request.
+func TestNextRequestWaitsForTheLastBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "answered "+r.URL.Path) // the body left unread
+	}))
+	defer srv.Close()
+	p, err := New(Config{Allow: rules(t, "127.0.0.1/32"), AllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "p.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(ln)
+	t.Cleanup(p.Close)
+	body := strings.Repeat("x", 8<<20)
+	for i := range 5 {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := make(chan error, 1)
+		go func() {
+			_, err := io.WriteString(c, "POST "+srv.URL+"/first HTTP/1.1\r\nHost: "+strings.TrimPrefix(srv.URL, "http://")+
+				"\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+			sent <- err
+		}()
+		br := bufio.NewReader(c)
+		read := func(want string) {
+			t.Helper()
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("round %d: waiting for %q: %v", i, want, err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(got) != want {
+				t.Fatalf("round %d: the exit answered %d %q, want %q", i, resp.StatusCode, got, want)
+			}
+		}
+		read("answered /first")
+		if err := <-sent; err != nil {
+			t.Fatalf("round %d: sending the body: %v", i, err)
+		}
+		if _, err := io.WriteString(c, "GET "+srv.URL+"/second HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		read("answered /second")
+		c.Close()
+	}
 }
