@@ -24,6 +24,22 @@ import (
 // uses it as its proxy, trusting p's authority and roots.
 func startProxy(t testing.TB, cfg Config) (*Proxy, *http.Client) {
 	t.Helper()
+	p, sock := serveProxy(t, cfg)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(p.CACertPEM())
+	tr := &http.Transport{
+		Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: "exit"}),
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+		TLSClientConfig: &tls.Config{RootCAs: pool},
+	}
+	return p, &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// serveProxy serves a proxy of cfg on a unix socket and returns the socket's path.
+func serveProxy(t testing.TB, cfg Config) (*Proxy, string) {
+	t.Helper()
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -35,16 +51,7 @@ func startProxy(t testing.TB, cfg Config) (*Proxy, *http.Client) {
 	}
 	go p.Serve(ln)
 	t.Cleanup(p.Close)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(p.CACertPEM())
-	tr := &http.Transport{
-		Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: "exit"}),
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-		TLSClientConfig: &tls.Config{RootCAs: pool},
-	}
-	return p, &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return p, sock
 }
 
 func rules(t testing.TB, entries ...string) *allowlist.Rules {
@@ -164,17 +171,7 @@ func TestNextRequestWaitsForTheLastBody(t *testing.T) {
 		io.WriteString(w, "answered "+r.URL.Path) // the body left unread
 	}))
 	defer srv.Close()
-	p, err := New(Config{Allow: rules(t, "127.0.0.1/32"), AllowPrivate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(t.TempDir(), "p.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go p.Serve(ln)
-	t.Cleanup(p.Close)
+	_, sock := serveProxy(t, Config{Allow: rules(t, "127.0.0.1/32"), AllowPrivate: true})
 	body := strings.Repeat("x", 8<<20)
 	for i := range 5 {
 		c, err := net.Dial("unix", sock)
