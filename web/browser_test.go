@@ -257,20 +257,14 @@ func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 }
 
 // waitNewPage waits until the page marked with window.beforeSubmit has been
-// replaced by a loaded page where cond holds, for up to 30 s. It reads
-// whatever document is in front with Runtime.evaluate, not chromedp's copy
-// of the DOM (which its queries wait on, and which can miss a page that came
-// after a navigation); evaluating while the browser navigates fails, so it
-// simply tries again. If the page never comes it says where things stand.
+// replaced by a loaded page where cond holds, for up to 30 s. It polls
+// whatever document is in front (pollAgain), not chromedp's copy of the DOM
+// (which its queries wait on, and which can miss a page that came after a
+// navigation). If the page never comes it says where things stand.
 func waitNewPage(t *testing.T, ctx context.Context, cond string) {
 	t.Helper()
 	js := `window.beforeSubmit === undefined && document.readyState === "complete" && (` + cond + `)`
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err == nil && ok {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if _, err := chromedp.Run(ctx, pollAgain[bool](js, 30*time.Second)); err != nil {
+		t.Fatalf("the next page never came: %s: %v\n%s", cond, err, whereThingsStand(ctx))
 	}
-	t.Fatalf("the next page never came: %s\n%s", cond, whereThingsStand(ctx))
 }

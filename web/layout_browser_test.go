@@ -176,11 +176,7 @@ func checkPages(t *testing.T, w *world, paths []string, width int64, scheme, axe
 // checkPage opens one page and wants it to fit the window and pass axe-core.
 func checkPage(t *testing.T, ctx context.Context, url, where, axeJS string) {
 	t.Helper()
-	steps(t, ctx, "open "+where, chromedp.Navigate(url))
-	// Not a chromedp.Poll: one started in the document being replaced
-	// failed CI with "Cannot find context with specified id" on a page that
-	// had loaded; waitNewPage evaluates in whatever document is in front.
-	waitNewPage(t, ctx, "!!window.htmx")
+	steps(t, ctx, "open "+where, chromedp.Navigate(url), poll(`document.readyState === "complete" && !!window.htmx`))
 	screenshot(ctx, t, "layout "+strings.NewReplacer("/", "_", "?", "_", " ", "-", ",", "").Replace(where))
 	m, err := chromedp.Run(ctx, chromedp.Evaluate[pageCheck](measureWidth))
 	if err != nil {
