@@ -71,7 +71,7 @@ func (d *DB) withNoFlushWait(url string) error {
 	// A Context makes Session copy the Statement: without it the new handle
 	// shares d.DB's, and setting its pool would move d.DB to this one too.
 	s := d.DB.Session(&gorm.Session{NewDB: true, Context: context.Background()})
-	s.Statement.ConnPool = commitPool{sqlDB}
+	s.Statement.ConnPool = commitPool{DB: sqlDB}
 	d.noFlushWait, d.noFlushWaitSQL = s, sqlDB
 	return nil
 }
@@ -97,19 +97,28 @@ const (
 // PostgreSQL does without gorm's cache. On SQLite, modernc.org/sqlite keeps
 // the compiled statement of a prepared one (since v1.41; glebarez's fork of
 // v1.23 compiled its text again at every execution), so there gorm's cache
-// is what spares the parse.
+// is what spares the parse, transactions' statements included since they
+// are prepared on the pool (poolStatements, commit.go).
 func prepared(db *gorm.DB, d Dialect) *DB {
+	var stmts *poolStatements
 	if sqlDB, err := db.DB(); err == nil {
 		// The pool's transactions can run code after their commit
 		// (commit.go); plain's statements keep the bare *sql.DB.
-		db.Config.ConnPool = commitPool{sqlDB}
+		if d == SQLite {
+			stmts = &poolStatements{db: sqlDB}
+		}
+		db.Config.ConnPool = commitPool{DB: sqlDB, stmts: stmts}
 	}
 	if d == Postgres {
 		s := db.Session(&gorm.Session{NewDB: true})
 		s.Statement.ConnPool = db.Config.ConnPool
 		return &DB{DB: s, Dialect: d, plain: db}
 	}
-	return &DB{DB: db.Session(&gorm.Session{PrepareStmt: true, NewDB: true}), Dialect: d, plain: db}
+	s := db.Session(&gorm.Session{PrepareStmt: true, NewDB: true})
+	if stmts != nil {
+		stmts.cache, _ = s.Statement.ConnPool.(*gorm.PreparedStmtDB)
+	}
+	return &DB{DB: s, Dialect: d, plain: db}
 }
 
 // Open connects to url when it is set (postgres:// or postgresql://), else to

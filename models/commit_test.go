@@ -1,0 +1,117 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// openSQLiteForTest opens and migrates a SQLite database in a fresh folder.
+func openSQLiteForTest(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+const agentCountQuery = "SELECT count(*) FROM agents WHERE name = ?"
+
+// countInTx runs agentCountQuery through gorm's statement cache inside a
+// transaction, as the hot path's writes run.
+func countInTx(t *testing.T, db *DB) {
+	t.Helper()
+	err := db.Transaction(func(tx *gorm.DB) error {
+		var n int64
+		return tx.Raw(agentCountQuery, "none").Scan(&n).Error
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cachedStatement is what gorm's cache holds for query, run outside any
+// transaction: an error when the cache holds a statement database/sql
+// closed (one every later transaction must prepare again).
+func cachedStatement(t *testing.T, db *DB, query string) (found bool, err error) {
+	t.Helper()
+	cache, ok := db.Statement.ConnPool.(*gorm.PreparedStmtDB)
+	if !ok {
+		t.Fatalf("the SQLite handle has no statement cache: %T", db.Statement.ConnPool)
+	}
+	st, ok := cache.Stmts.Get(query)
+	if !ok {
+		return false, nil
+	}
+	var n int64
+	return true, st.Stmt.QueryRow("none").Scan(&n)
+}
+
+// A statement gorm first meets inside a transaction stays prepared for the
+// next transactions (issue 11): before, it was prepared on the transaction,
+// closed at its commit and kept closed in the cache, so every later
+// transaction compiled its SQL again.
+func TestStatementFirstMetInATransactionStaysPrepared(t *testing.T) {
+	db := openSQLiteForTest(t)
+	countInTx(t, db)
+	found, err := cachedStatement(t, db, agentCountQuery)
+	if !found {
+		t.Fatal("the statement run in the transaction is not in gorm's cache")
+	}
+	if err != nil {
+		t.Fatalf("the cached statement no longer runs after its transaction: %v", err)
+	}
+	countInTx(t, db)
+	if _, err := cachedStatement(t, db, agentCountQuery); err != nil {
+		t.Fatalf("after a second transaction: %v", err)
+	}
+}
+
+// With every other connection of the pool taken, a transaction's new
+// statement is prepared on the transaction at once (waiting for a free
+// connection could wait for this very transaction), and the next
+// transaction, with connections free again, prepares it on the pool.
+func TestStatementPreparedWithThePoolFull(t *testing.T) {
+	db := openSQLiteForTest(t)
+	sqlDB, err := db.DB.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var held []*sql.Conn
+	for sqlDB.Stats().OpenConnections-sqlDB.Stats().Idle < sqlDB.Stats().MaxOpenConnections-1 {
+		c, err := sqlDB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		countInTx(t, db)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a transaction with the pool full waited for a free connection to prepare a statement on")
+	}
+	if found, _ := cachedStatement(t, db, agentCountQuery); found {
+		t.Fatal("the statement prepared on the transaction alone is still in the cache after it ended")
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	countInTx(t, db)
+	if _, err := cachedStatement(t, db, agentCountQuery); err != nil {
+		t.Fatalf("prepared with connections free again: %v", err)
+	}
+}
