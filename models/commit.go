@@ -39,9 +39,16 @@ type commitTx struct {
 	stmts *poolStatements
 	mu    sync.Mutex
 	after map[string]func()
-	// own are the statements prepared on this transaction alone, dropped
-	// from gorm's cache when it ends (poolStatements.prepare).
-	own map[string]*sql.Stmt
+	// prepared are the statements gorm's cache had prepared through t
+	// (PrepareContext), settled in the cache when t ends.
+	prepared []preparedStmt
+}
+
+// preparedStmt is one statement prepared through a transaction.
+type preparedStmt struct {
+	query string
+	stmt  *sql.Stmt
+	onTx  bool // prepared on the transaction alone (no connection was free)
 }
 
 func (t *commitTx) Commit() error {
@@ -50,7 +57,7 @@ func (t *commitTx) Commit() error {
 	after := t.after
 	t.after = nil
 	t.mu.Unlock()
-	t.forgetOwn()
+	t.settle()
 	if err == nil {
 		for _, f := range after {
 			f()
@@ -64,41 +71,39 @@ func (t *commitTx) Rollback() error {
 	t.after = nil
 	t.mu.Unlock()
 	err := t.Tx.Rollback()
-	t.forgetOwn()
+	t.settle()
 	return err
 }
 
 // PrepareContext is what gorm's statement cache calls for a statement it
-// first meets inside a transaction (poolStatements).
+// first meets inside a transaction (poolStatements). gorm runs what it
+// returns only through Tx.StmtContext, on the transaction's connection.
 func (t *commitTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
 	if t.stmts == nil {
 		return t.Tx.PrepareContext(ctx, query)
 	}
-	if s, ok := t.stmts.onPool(ctx, query); ok {
-		return s, nil
-	}
-	s, err := t.Tx.PrepareContext(ctx, query)
-	if err == nil {
-		t.mu.Lock()
-		if t.own == nil {
-			t.own = map[string]*sql.Stmt{}
+	s, ok := t.stmts.onPool(ctx, query)
+	if !ok {
+		var err error
+		if s, err = t.Tx.PrepareContext(ctx, query); err != nil {
+			return nil, err
 		}
-		t.own[query] = s
-		t.mu.Unlock()
 	}
-	return s, err
+	t.mu.Lock()
+	t.prepared = append(t.prepared, preparedStmt{query: query, stmt: s, onTx: !ok})
+	t.mu.Unlock()
+	return s, nil
 }
 
-// forgetOwn drops from gorm's cache the statements prepared on t alone:
-// database/sql closed them with t, and a closed statement left there would
-// be prepared again in every later transaction.
-func (t *commitTx) forgetOwn() {
+// settle tells gorm's cache about the statements prepared through t, now
+// that t has ended (poolStatements.settle).
+func (t *commitTx) settle() {
 	t.mu.Lock()
-	own := t.own
-	t.own = nil
+	prepared := t.prepared
+	t.prepared = nil
 	t.mu.Unlock()
-	for query, s := range own {
-		t.stmts.forget(query, s)
+	if len(prepared) > 0 {
+		t.stmts.settle(prepared)
 	}
 }
 
@@ -111,8 +116,14 @@ func (t *commitTx) forgetOwn() {
 // statement, so every later transaction compiled the same text again (on
 // modernc.org/sqlite, a parse and a finalize per statement: a sixth of a
 // call record's CPU). A statement prepared on the pool instead belongs to
-// no transaction: database/sql prepares it once on each connection a
-// transaction runs it on and keeps it there.
+// no transaction: database/sql prepares it on each connection a
+// transaction runs it on (the first time, on the pool's connection too)
+// and keeps it there as long as the cache keeps the statement.
+//
+// gorm marks a statement first met in a transaction as for transactions
+// only, and a statement outside any would prepare the same text again and
+// put it in its place without closing the first. Once the transaction has
+// ended, a statement prepared on the pool is marked for any use.
 //
 // Preparing on the pool needs a connection other than the transaction's.
 // When the pool has none free (every connection in a transaction, perhaps
@@ -127,7 +138,8 @@ type poolStatements struct {
 
 // poolPrepareWait bounds the wait for a connection to prepare on, for the
 // moment between seeing one free and taking it, when another may take it
-// first.
+// first. (A connection the pool opens for it is opened whole: that takes
+// no lock another connection holds, in WAL mode.)
 const poolPrepareWait = 20 * time.Millisecond
 
 // onPool prepares query on the pool when a connection is free for it.
@@ -145,15 +157,27 @@ func (p *poolStatements) onPool(ctx context.Context, query string) (*sql.Stmt, b
 	return s, true
 }
 
-// forget drops query from gorm's cache if it still holds s there.
-func (p *poolStatements) forget(query string, s *sql.Stmt) {
+// settle marks the statements of an ended transaction that gorm's cache
+// still holds: one prepared on the pool for any use, one prepared on the
+// transaction (closed with it) dropped, so the next use prepares it again.
+// Under the cache's lock, the one its own preparations take to add a
+// statement: what is compared is what gets changed.
+func (p *poolStatements) settle(prepared []preparedStmt) {
 	if p.cache == nil {
 		return
 	}
-	// Without the cache's lock: a statement another transaction put there
-	// in between is at worst dropped too, and prepared once more.
-	if cached, ok := p.cache.Stmts.Get(query); ok && cached.Stmt == s {
-		p.cache.Stmts.Delete(query)
+	p.cache.Mux.Lock()
+	defer p.cache.Mux.Unlock()
+	for _, ps := range prepared {
+		cached, ok := p.cache.Stmts.Get(ps.query)
+		if !ok || cached.Stmt != ps.stmt {
+			continue
+		}
+		if ps.onTx {
+			p.cache.Stmts.Delete(ps.query)
+		} else {
+			cached.Transaction = false
+		}
 	}
 }
 

@@ -41,7 +41,7 @@ func countInTx(t *testing.T, db *DB) {
 // cachedStatement is what gorm's cache holds for query, run outside any
 // transaction: an error when the cache holds a statement database/sql
 // closed (one every later transaction must prepare again).
-func cachedStatement(t *testing.T, db *DB, query string) (found bool, err error) {
+func cachedStatement(t *testing.T, db *DB, query string) (stmt *sql.Stmt, err error) {
 	t.Helper()
 	cache, ok := db.Statement.ConnPool.(*gorm.PreparedStmtDB)
 	if !ok {
@@ -49,10 +49,31 @@ func cachedStatement(t *testing.T, db *DB, query string) (found bool, err error)
 	}
 	st, ok := cache.Stmts.Get(query)
 	if !ok {
-		return false, nil
+		return nil, nil
 	}
 	var n int64
-	return true, st.Stmt.QueryRow("none").Scan(&n)
+	return st.Stmt, st.Stmt.QueryRow("none").Scan(&n)
+}
+
+// idleConnections leaves n connections open and idle in db's pool, so a
+// transaction finds one free to prepare on without opening one.
+func idleConnections(t *testing.T, db *DB, n int) {
+	t.Helper()
+	sqlDB, err := db.DB.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []*sql.Conn
+	for range n {
+		c, err := sqlDB.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
 }
 
 // A statement gorm first meets inside a transaction stays prepared for the
@@ -61,24 +82,40 @@ func cachedStatement(t *testing.T, db *DB, query string) (found bool, err error)
 // transaction compiled its SQL again.
 func TestStatementFirstMetInATransactionStaysPrepared(t *testing.T) {
 	db := openSQLiteForTest(t)
+	idleConnections(t, db, 2)
 	countInTx(t, db)
-	found, err := cachedStatement(t, db, agentCountQuery)
-	if !found {
+	first, err := cachedStatement(t, db, agentCountQuery)
+	if first == nil {
 		t.Fatal("the statement run in the transaction is not in gorm's cache")
 	}
 	if err != nil {
 		t.Fatalf("the cached statement no longer runs after its transaction: %v", err)
 	}
 	countInTx(t, db)
-	if _, err := cachedStatement(t, db, agentCountQuery); err != nil {
+	again, err := cachedStatement(t, db, agentCountQuery)
+	if err != nil {
 		t.Fatalf("after a second transaction: %v", err)
+	}
+	if again != first {
+		t.Fatal("a second transaction prepared the statement again")
+	}
+	// The same text outside a transaction takes the same statement: gorm
+	// would otherwise prepare another and put it in the first's place
+	// without closing the first.
+	var n int64
+	if err := db.Raw(agentCountQuery, "none").Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	if outside, _ := cachedStatement(t, db, agentCountQuery); outside != first {
+		t.Fatal("the statement outside a transaction was prepared again, and the first left open")
 	}
 }
 
 // With every other connection of the pool taken, a transaction's new
 // statement is prepared on the transaction at once (waiting for a free
-// connection could wait for this very transaction), and the next
-// transaction, with connections free again, prepares it on the pool.
+// connection could wait for this very transaction) and dropped from the
+// cache when the transaction ends; the next transaction, with connections
+// free again, prepares it on the pool and keeps it.
 func TestStatementPreparedWithThePoolFull(t *testing.T) {
 	db := openSQLiteForTest(t)
 	sqlDB, err := db.DB.DB()
@@ -87,31 +124,40 @@ func TestStatementPreparedWithThePoolFull(t *testing.T) {
 	}
 	ctx := context.Background()
 	var held []*sql.Conn
-	for sqlDB.Stats().OpenConnections-sqlDB.Stats().Idle < sqlDB.Stats().MaxOpenConnections-1 {
+	for st := sqlDB.Stats(); st.OpenConnections-st.Idle < st.MaxOpenConnections-1; st = sqlDB.Stats() {
 		c, err := sqlDB.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		held = append(held, c)
 	}
-	done := make(chan struct{})
+	done := make(chan error, 1)
 	go func() {
-		defer close(done)
-		countInTx(t, db)
+		done <- db.Transaction(func(tx *gorm.DB) error {
+			var n int64
+			return tx.Raw(agentCountQuery, "none").Scan(&n).Error
+		})
 	}()
 	select {
-	case <-done:
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a transaction with the pool full waited for a free connection to prepare a statement on")
 	}
-	if found, _ := cachedStatement(t, db, agentCountQuery); found {
+	if st, _ := cachedStatement(t, db, agentCountQuery); st != nil {
 		t.Fatal("the statement prepared on the transaction alone is still in the cache after it ended")
 	}
 	for _, c := range held {
 		c.Close()
 	}
 	countInTx(t, db)
-	if _, err := cachedStatement(t, db, agentCountQuery); err != nil {
+	st, err := cachedStatement(t, db, agentCountQuery)
+	if st == nil {
+		t.Fatal("with connections free again, the statement was not kept in the cache")
+	}
+	if err != nil {
 		t.Fatalf("prepared with connections free again: %v", err)
 	}
 }
