@@ -55,6 +55,20 @@ func cachedStatement(t *testing.T, db *DB, query string) (stmt *sql.Stmt, err er
 	return st.Stmt, st.Stmt.QueryRow("none").Scan(&n)
 }
 
+// keptStatement is the statement gorm's cache holds for agentCountQuery,
+// which must be there and still run; when names the moment, for the error.
+func keptStatement(t *testing.T, db *DB, when string) *sql.Stmt {
+	t.Helper()
+	st, err := cachedStatement(t, db, agentCountQuery)
+	if st == nil {
+		t.Fatalf("%s, the statement is not in gorm's cache", when)
+	}
+	if err != nil {
+		t.Fatalf("%s, the cached statement no longer runs: %v", when, err)
+	}
+	return st
+}
+
 // idleConnections leaves n connections open and idle in db's pool, so a
 // transaction finds one free to prepare on without opening one.
 func idleConnections(t *testing.T, db *DB, n int) {
@@ -84,19 +98,9 @@ func TestStatementFirstMetInATransactionStaysPrepared(t *testing.T) {
 	db := openSQLiteForTest(t)
 	idleConnections(t, db, 2)
 	countInTx(t, db)
-	first, err := cachedStatement(t, db, agentCountQuery)
-	if first == nil {
-		t.Fatal("the statement run in the transaction is not in gorm's cache")
-	}
-	if err != nil {
-		t.Fatalf("the cached statement no longer runs after its transaction: %v", err)
-	}
+	first := keptStatement(t, db, "after its first transaction")
 	countInTx(t, db)
-	again, err := cachedStatement(t, db, agentCountQuery)
-	if err != nil {
-		t.Fatalf("after a second transaction: %v", err)
-	}
-	if again != first {
+	if again := keptStatement(t, db, "after a second transaction"); again != first {
 		t.Fatal("a second transaction prepared the statement again")
 	}
 	// The same text outside a transaction takes the same statement: gorm
@@ -153,11 +157,5 @@ func TestStatementPreparedWithThePoolFull(t *testing.T) {
 		c.Close()
 	}
 	countInTx(t, db)
-	st, err := cachedStatement(t, db, agentCountQuery)
-	if st == nil {
-		t.Fatal("with connections free again, the statement was not kept in the cache")
-	}
-	if err != nil {
-		t.Fatalf("prepared with connections free again: %v", err)
-	}
+	keptStatement(t, db, "with connections free again")
 }
