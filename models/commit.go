@@ -160,8 +160,12 @@ func (p *poolStatements) onPool(ctx context.Context, query string) (*sql.Stmt, b
 // settle marks the statements of an ended transaction that gorm's cache
 // still holds: one prepared on the pool for any use, one prepared on the
 // transaction (closed with it) dropped, so the next use prepares it again.
-// Under the cache's lock, the one its own preparations take to add a
-// statement: what is compared is what gets changed.
+// A statement prepared on the pool that the cache no longer holds (a
+// statement outside any transaction took its place meanwhile, without
+// closing it) is closed; database/sql finalizes it once the transactions
+// still running it are done. Under the cache's lock, the one its own
+// preparations take to add a statement: what is compared is what gets
+// changed.
 func (p *poolStatements) settle(prepared []preparedStmt) {
 	if p.cache == nil {
 		return
@@ -170,13 +174,14 @@ func (p *poolStatements) settle(prepared []preparedStmt) {
 	defer p.cache.Mux.Unlock()
 	for _, ps := range prepared {
 		cached, ok := p.cache.Stmts.Get(ps.query)
-		if !ok || cached.Stmt != ps.stmt {
-			continue
-		}
-		if ps.onTx {
+		held := ok && cached.Stmt == ps.stmt
+		switch {
+		case held && ps.onTx:
 			p.cache.Stmts.Delete(ps.query)
-		} else {
+		case held:
 			cached.Transaction = false
+		case !ps.onTx:
+			_ = ps.stmt.Close()
 		}
 	}
 }

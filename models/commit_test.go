@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,4 +159,42 @@ func TestStatementPreparedWithThePoolFull(t *testing.T) {
 	}
 	countInTx(t, db)
 	keptStatement(t, db, "with connections free again")
+}
+
+// A statement prepared on the pool inside a transaction that the same text
+// outside any transaction replaced in gorm's cache meanwhile (gorm keeps
+// one marked for transactions only from statements outside them, and puts
+// the new one in its place without closing the first) is closed when the
+// transaction ends, not left open on every connection.
+func TestStatementReplacedDuringItsTransactionIsClosed(t *testing.T) {
+	db := openSQLiteForTest(t)
+	idleConnections(t, db, 3)
+	cache := db.Statement.ConnPool.(*gorm.PreparedStmtDB)
+	var first *sql.Stmt
+	err := db.Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Raw(agentCountQuery, "none").Scan(&n).Error; err != nil {
+			return err
+		}
+		st, ok := cache.Stmts.Get(agentCountQuery)
+		if !ok {
+			t.Error("the statement run in the transaction is not in gorm's cache")
+			return nil
+		}
+		first = st.Stmt
+		return db.Raw(agentCountQuery, "none").Scan(&n).Error
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first == nil {
+		t.FailNow()
+	}
+	if kept := keptStatement(t, db, "after the transaction"); kept == first {
+		t.Fatal("the statement outside the transaction did not replace the transaction's: the test sets nothing up")
+	}
+	var n int64
+	if err := first.QueryRow("none").Scan(&n); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("the replaced statement still runs after its transaction (err %v): left open", err)
+	}
 }
