@@ -434,18 +434,25 @@ func (c *cgroups) oomKills() int {
 	if c.oomFile == "" {
 		return 0
 	}
-	b, err := readCgroupFile(c.oomFile)
-	if err != nil {
-		return 0
+	var buf [512]byte
+	b := buf[:]
+	n, ok, err := c.oom.read(b)
+	switch {
+	case ok && err == nil && n < len(b):
+		b = b[:n]
+	default: // not held, or longer than expected: read it whole
+		if b, err = readCgroupFile(c.oomFile); err != nil {
+			return 0
+		}
 	}
-	n := 0
+	kills := 0
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
 			k, _ := strconv.Atoi(strings.TrimSpace(v))
-			n += k
+			kills += k
 		}
 	}
-	return n
+	return kills
 }
 
 func randomID() string {
