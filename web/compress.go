@@ -16,14 +16,19 @@ import (
 )
 
 // compressMinBytes is the size under which a body goes out as it is: a
-// compressed frame around a few hundred bytes saves nothing.
-const compressMinBytes = 512
+// body that fits in one packet on a 1,500-byte link arrives no sooner
+// compressed, and compressing it costs both ends more than sending it. A
+// tool call's answer (about 700 bytes) is under it.
+const compressMinBytes = 1400
 
 // compress answers in brotli or gzip when the client accepts it. What is
 // decided when the handler writes its header, from the Content-Type it set:
 // an event stream is never compressed (a compressor holds bytes back, and
 // each event must reach the browser when it is written), nor a body that is
-// compressed already (an archive's .tar.gz), a partial answer, or a short one.
+// compressed already (an archive's .tar.gz), a partial answer, or a short
+// one. A body of unknown length (a JSON answer, a page) is held back until
+// it reaches compressMinBytes; one that ends sooner goes out as it is, with
+// its Content-Length.
 func compress(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		res := c.Response()
@@ -92,6 +97,12 @@ type compressWriter struct {
 	enc         string
 	w           encoder // nil while undecided, and when the body goes out as it is
 	wroteHeader bool
+	// While the body's size is unknown the status waits in code (not yet
+	// sent) and the body's first bytes in held, until they reach
+	// compressMinBytes, the handler flushes, or it ends.
+	holding bool
+	code    int
+	held    []byte
 }
 
 func (cw *compressWriter) WriteHeader(code int) {
@@ -99,7 +110,14 @@ func (cw *compressWriter) WriteHeader(code int) {
 		return
 	}
 	cw.wroteHeader = true
-	cw.decide(code)
+	if cw.worthCompressing(code) {
+		if n, err := strconv.Atoi(cw.Header().Get(echo.HeaderContentLength)); err != nil {
+			cw.holding, cw.code = true, code
+			return
+		} else if n >= compressMinBytes {
+			cw.startCompressing()
+		}
+	}
 	cw.ResponseWriter.WriteHeader(code)
 }
 
@@ -109,9 +127,16 @@ func (cw *compressWriter) Write(b []byte) (int, error) {
 		if hd.Get(echo.HeaderContentType) == "" {
 			hd.Set(echo.HeaderContentType, http.DetectContentType(b))
 		}
-		cw.wroteHeader = true
-		cw.decide(http.StatusOK)
-		cw.ResponseWriter.WriteHeader(http.StatusOK)
+		cw.WriteHeader(http.StatusOK)
+	}
+	if cw.holding {
+		if len(cw.held)+len(b) < compressMinBytes {
+			cw.held = append(cw.held, b...)
+			return len(b), nil
+		}
+		if err := cw.release(true); err != nil {
+			return 0, err
+		}
 	}
 	if cw.w != nil {
 		return cw.w.Write(b)
@@ -119,16 +144,16 @@ func (cw *compressWriter) Write(b []byte) (int, error) {
 	return cw.ResponseWriter.Write(b)
 }
 
-// decide sets up the compressor when the answer is worth compressing.
-func (cw *compressWriter) decide(code int) {
+// worthCompressing says whether a body with this status and these headers
+// is compressed once it is long enough.
+func (cw *compressWriter) worthCompressing(code int) bool {
 	hd := cw.Header()
-	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified || code == http.StatusPartialContent ||
-		hd.Get(echo.HeaderContentEncoding) != "" || hd.Get("Content-Range") != "" || !compressible(hd.Get(echo.HeaderContentType)) {
-		return
-	}
-	if n, err := strconv.Atoi(hd.Get(echo.HeaderContentLength)); err == nil && n < compressMinBytes {
-		return
-	}
+	return code >= 200 && code != http.StatusNoContent && code != http.StatusNotModified && code != http.StatusPartialContent &&
+		hd.Get(echo.HeaderContentEncoding) == "" && hd.Get("Content-Range") == "" && compressible(hd.Get(echo.HeaderContentType))
+}
+
+func (cw *compressWriter) startCompressing() {
+	hd := cw.Header()
 	hd.Del(echo.HeaderContentLength)
 	hd.Set(echo.HeaderContentEncoding, cw.enc)
 	if cw.enc == "br" {
@@ -137,6 +162,31 @@ func (cw *compressWriter) decide(code int) {
 		cw.w = gzipPool.Get().(*gzip.Writer)
 	}
 	cw.w.Reset(cw.ResponseWriter)
+}
+
+// release ends the holding: it sends the status held back, compressed or
+// not, then the bytes held. Sent as they are, they are the whole body (the
+// handler ended), so it says their length.
+func (cw *compressWriter) release(compressed bool) error {
+	cw.holding = false
+	if compressed {
+		cw.startCompressing()
+	} else {
+		cw.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(cw.held)))
+	}
+	cw.ResponseWriter.WriteHeader(cw.code)
+	held := cw.held
+	cw.held = nil
+	if len(held) == 0 {
+		return nil
+	}
+	var err error
+	if cw.w != nil {
+		_, err = cw.w.Write(held)
+	} else {
+		_, err = cw.ResponseWriter.Write(held)
+	}
+	return err
 }
 
 // compressible is text of any kind, JSON, JavaScript and SVG; not event
@@ -157,8 +207,13 @@ func compressible(contentType string) bool {
 	return false
 }
 
-// Flush sends what the compressor holds, so a streamed page arrives as it is written.
+// Flush sends what the compressor holds, so a streamed page arrives as it
+// is written. A body still held back is compressed from here on: a handler
+// that flushes streams, and what it streams is seldom short.
 func (cw *compressWriter) Flush() {
+	if cw.holding {
+		_ = cw.release(true)
+	}
 	if cw.w != nil {
 		_ = cw.w.Flush()
 	}
@@ -174,6 +229,9 @@ func (cw *compressWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func (cw *compressWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
 
 func (cw *compressWriter) close() {
+	if cw.holding {
+		_ = cw.release(false) // the handler ended under compressMinBytes
+	}
 	if cw.w == nil {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -74,6 +75,42 @@ func TestCompressionForPagesNotForStreamsOrArchives(t *testing.T) {
 		}
 		if !strings.Contains(string(page), `data-testid="call-log"`) {
 			t.Fatalf("the page for %q does not read as the session page: %.200q", tc.accept, page)
+		}
+	}
+
+	// A tool call's answer (about 700 bytes) goes out as it is, with its
+	// length: compressing what fits in one packet gains nothing. One whose
+	// output makes it long comes compressed, whole.
+	for _, tc := range []struct {
+		command, want string
+	}{{"true", ""}, {"seq 2000", "gzip"}} {
+		body, _ := json.Marshal(map[string]any{"tool": execTool, "input": map[string]any{"command": tc.command}, "wait_seconds": 30})
+		req, _ := http.NewRequest("POST", w.srv.URL+"/api/v1/sessions/"+s.ID+"/tool_calls", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+s.Token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept-Encoding", "gzip")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answer := raw
+		if tc.want == "gzip" {
+			zr, err := gzip.NewReader(bytes.NewReader(raw))
+			if err == nil {
+				answer, err = io.ReadAll(zr)
+			}
+			if err != nil {
+				t.Fatalf("decode the answer to %q: %v", tc.command, err)
+			}
+		}
+		var c struct{ Status string }
+		if got := resp.Header.Get("Content-Encoding"); got != tc.want || resp.StatusCode != 200 || json.Unmarshal(answer, &c) != nil || c.Status != "succeeded" {
+			t.Fatalf("the answer to %q came %d with Content-Encoding %q (want %q): %.300s", tc.command, resp.StatusCode, got, tc.want, answer)
+		}
+		if tc.want == "" && resp.ContentLength != int64(len(raw)) {
+			t.Fatalf("the answer to %q came without its length: Content-Length %d for %d bytes", tc.command, resp.ContentLength, len(raw))
 		}
 	}
 
