@@ -99,7 +99,8 @@ type compressWriter struct {
 	wroteHeader bool
 	// While the body's size is unknown the status waits in code (not yet
 	// sent) and the body's first bytes in held, until they reach
-	// compressMinBytes, the handler flushes, or it ends.
+	// compressMinBytes, the handler flushes, or it ends. (A header the
+	// handler sets meanwhile is sent too, where net/http would drop it.)
 	holding bool
 	code    int
 	held    []byte
@@ -211,6 +212,11 @@ func compressible(contentType string) bool {
 // is written. A body still held back is compressed from here on: a handler
 // that flushes streams, and what it streams is seldom short.
 func (cw *compressWriter) Flush() {
+	if !cw.wroteHeader {
+		// The header goes now, and with it the decision: a body written
+		// after it must be in the encoding that header names.
+		cw.WriteHeader(http.StatusOK)
+	}
 	if cw.holding {
 		_ = cw.release(true)
 	}
