@@ -436,14 +436,10 @@ func (c *cgroups) oomKills() int {
 	}
 	var buf [512]byte
 	b := buf[:]
-	n, ok, err := c.oom.read(b)
-	switch {
-	case ok && err == nil && n < len(b):
+	if n, ok, err := c.oom.read(b); ok && err == nil && n < len(b) {
 		b = b[:n]
-	default: // not held, or longer than expected: read it whole
-		if b, err = readCgroupFile(c.oomFile); err != nil {
-			return 0
-		}
+	} else if b, err = readCgroupFile(c.oomFile); err != nil { // not held, or longer than expected
+		return 0
 	}
 	kills := 0
 	for _, line := range strings.Split(string(b), "\n") {
