@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -39,15 +40,34 @@ func compress(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		cw := &compressWriter{ResponseWriter: res.Writer, enc: enc}
 		res.Writer = cw
+		before := res.Header().Clone()
+		// unsend ends an answer its handler did not finish (it failed or
+		// panicked). If nothing of it reached the client, it is forgotten,
+		// headers and all, so an error page goes out in its place.
+		unsend := func() {
+			if cw.abandon() {
+				res.Committed, res.Status, res.Size = false, http.StatusOK, 0
+				clear(res.Header())
+				maps.Copy(res.Header(), before)
+			}
+		}
 		// Deferred, so a panic that Recover turns into an error page finds
-		// the plain writer again (nothing was compressed if nothing was written).
+		// the plain writer again.
 		defer func() {
+			if p := recover(); p != nil {
+				unsend()
+				res.Writer = cw.ResponseWriter
+				panic(p)
+			}
 			cw.close()
 			res.Writer = cw.ResponseWriter
 		}()
 		// The error page is written here, through the compressor, before it
 		// is closed; the middleware outside sees the error as handled.
 		if err := next(c); err != nil {
+			if res.Committed {
+				unsend()
+			}
 			c.Error(err)
 		}
 		return nil
@@ -234,6 +254,23 @@ func (cw *compressWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Unwrap lets http.ResponseController reach the connection's deadlines.
 func (cw *compressWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
 
+// abandon ends a body the handler did not finish. Bytes held
+// back are dropped, and it says whether nothing was sent, so the answer can
+// still be replaced. A compressed body is left without its end, so the
+// client's decoder fails rather than take the part for the whole.
+func (cw *compressWriter) abandon() (unsent bool) {
+	unsent = !cw.wroteHeader || cw.holding
+	cw.holding, cw.held = false, nil
+	if cw.w != nil {
+		cw.w.Reset(io.Discard)
+		cw.putEncoder()
+	}
+	if unsent {
+		cw.wroteHeader = false // the next answer is decided afresh
+	}
+	return unsent
+}
+
 func (cw *compressWriter) close() {
 	if cw.holding {
 		_ = cw.release(false) // the handler ended under compressMinBytes
@@ -243,6 +280,10 @@ func (cw *compressWriter) close() {
 	}
 	_ = cw.w.Close()
 	cw.w.Reset(io.Discard)
+	cw.putEncoder()
+}
+
+func (cw *compressWriter) putEncoder() {
 	if cw.enc == "br" {
 		brotliPool.Put(cw.w)
 	} else {
