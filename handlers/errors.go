@@ -71,15 +71,20 @@ func codeOf(status int) string {
 
 // ErrorHandler is echo's one error handler: it logs once and renders problem
 // JSON for the API, a fragment for htmx, or a whole page.
+//
+// An error that comes after the answer began (its status is sent) is only
+// logged: the answer cannot be replaced, and the compress middleware cuts
+// the connection so that the client does not take the part for the whole.
 func (h *Handlers) ErrorHandler(err error, c echo.Context) {
+	p := problemOf(err)
+	log := h.Log.With("method", c.Request().Method, "route", c.Path(), "status", p.Status)
 	if c.Response().Committed {
+		log.Error("request failed after its answer began", "answer_status", c.Response().Status, "err", err)
 		return
 	}
-	p := problemOf(err)
 	if e, ok := runtime.AsError(err); ok && e.RetryAfter > 0 {
 		setRetryAfter(c, e.RetryAfter)
 	}
-	log := h.Log.With("method", c.Request().Method, "route", c.Path(), "status", p.Status)
 	if p.Status >= 500 {
 		log.Error("request failed", "err", err)
 	} else {

@@ -2,11 +2,13 @@ package web
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"maps"
 	"mime"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,46 +30,52 @@ const compressMinBytes = 1400
 // each event must reach the browser when it is written), nor a body that is
 // compressed already (an archive's .tar.gz), a partial answer, or a short
 // one. A body of unknown length (a JSON answer, a page) is held back until
-// it reaches compressMinBytes; one that ends sooner goes out as it is, with
-// its Content-Length.
+// it reaches compressMinBytes, whatever the client accepts; one that ends
+// sooner goes out as it is, with its Content-Length.
+//
+// It also sees that an answer whose handler fails (returns an error or
+// panics) is never taken for a whole one. While it is held back, it is
+// dropped, with the headers the handler set for it, and the error page
+// goes out in its place. Once part of it has left, the connection is cut
+// (http.ErrAbortHandler, after the error is logged), so the client sees
+// the answer broken off and not a short one.
 func compress(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		res := c.Response()
 		res.Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
-		enc := acceptedEncoding(c.Request().Header.Get(echo.HeaderAcceptEncoding))
-		if enc == "" || c.Request().Method == http.MethodHead {
+		if c.Request().Method == http.MethodHead {
 			return next(c)
 		}
-		cw := &compressWriter{ResponseWriter: res.Writer, enc: enc}
+		cw := &compressWriter{ResponseWriter: res.Writer, enc: acceptedEncoding(c.Request().Header.Get(echo.HeaderAcceptEncoding))}
 		res.Writer = cw
 		before := res.Header().Clone()
-		// unsend ends an answer its handler did not finish (it failed or
-		// panicked). If nothing of it reached the client, it is forgotten,
-		// headers and all, so an error page goes out in its place.
-		unsend := func() {
-			if cw.abandon() {
-				res.Committed, res.Status, res.Size = false, http.StatusOK, 0
-				clear(res.Header())
-				maps.Copy(res.Header(), before)
-			}
-		}
 		// Deferred, so a panic that Recover turns into an error page finds
 		// the plain writer again.
 		defer func() {
-			if p := recover(); p != nil {
-				unsend()
+			p := recover()
+			if p == nil {
+				cw.close()
 				res.Writer = cw.ResponseWriter
-				panic(p)
+				return
 			}
-			cw.close()
+			broken := p != http.ErrAbortHandler && !cw.takeBack(res, before)
 			res.Writer = cw.ResponseWriter
-		}()
-		// The error page is written here, through the compressor, before it
-		// is closed; the middleware outside sees the error as handled.
-		if err := next(c); err != nil {
-			if res.Committed {
-				unsend()
+			if broken {
+				res.Committed = true // the error handler logs, and writes nothing
+				c.Error(fmt.Errorf("panic after the answer began: %v\n%s", p, debug.Stack()))
+				p = http.ErrAbortHandler
 			}
+			panic(p) // Recover answers it, or net/http cuts the connection
+		}()
+		if err := next(c); err != nil {
+			if !cw.takeBack(res, before) {
+				res.Committed = true
+				c.Error(err)
+				panic(http.ErrAbortHandler)
+			}
+			// The error page is written here, through the compressor,
+			// before it is closed; the middleware outside sees the error
+			// as handled.
 			c.Error(err)
 		}
 		return nil
@@ -114,7 +122,7 @@ var (
 
 type compressWriter struct {
 	http.ResponseWriter
-	enc         string
+	enc         string  // "br", "gzip", or "" when the client accepts neither
 	w           encoder // nil while undecided, and when the body goes out as it is
 	wroteHeader bool
 	// While the body's size is unknown the status waits in code (not yet
@@ -135,7 +143,7 @@ func (cw *compressWriter) WriteHeader(code int) {
 		if n, err := strconv.Atoi(cw.Header().Get(echo.HeaderContentLength)); err != nil {
 			cw.holding, cw.code = true, code
 			return
-		} else if n >= compressMinBytes {
+		} else if n >= compressMinBytes && cw.enc != "" {
 			cw.startCompressing()
 		}
 	}
@@ -155,7 +163,7 @@ func (cw *compressWriter) Write(b []byte) (int, error) {
 			cw.held = append(cw.held, b...)
 			return len(b), nil
 		}
-		if err := cw.release(true); err != nil {
+		if err := cw.release(false); err != nil {
 			return 0, err
 		}
 	}
@@ -185,15 +193,16 @@ func (cw *compressWriter) startCompressing() {
 	cw.w.Reset(cw.ResponseWriter)
 }
 
-// release ends the holding: it sends the status held back, compressed or
-// not, then the bytes held. Sent as they are, they are the whole body (the
-// handler ended), so it says their length.
-func (cw *compressWriter) release(compressed bool) error {
+// release ends the holding: it sends the status held back, then the bytes
+// held. When they are the whole body (the handler ended) they go as they
+// are, with their length; when more follows, compressed if the client
+// accepts it.
+func (cw *compressWriter) release(whole bool) error {
 	cw.holding = false
-	if compressed {
-		cw.startCompressing()
-	} else {
+	if whole {
 		cw.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(cw.held)))
+	} else if cw.enc != "" {
+		cw.startCompressing()
 	}
 	cw.ResponseWriter.WriteHeader(cw.code)
 	held := cw.held
@@ -238,7 +247,7 @@ func (cw *compressWriter) Flush() {
 		cw.WriteHeader(http.StatusOK)
 	}
 	if cw.holding {
-		_ = cw.release(true)
+		_ = cw.release(false)
 	}
 	if cw.w != nil {
 		_ = cw.w.Flush()
@@ -254,26 +263,34 @@ func (cw *compressWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Unwrap lets http.ResponseController reach the connection's deadlines.
 func (cw *compressWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
 
-// abandon ends a body the handler did not finish. Bytes held
-// back are dropped, and it says whether nothing was sent, so the answer can
-// still be replaced. A compressed body is left without its end, so the
-// client's decoder fails rather than take the part for the whole.
-func (cw *compressWriter) abandon() (unsent bool) {
-	unsent = !cw.wroteHeader || cw.holding
+// takeBack ends an answer its handler did not finish. What it held back is
+// dropped (a compressed body under way is dropped from the compressor, so
+// nothing more of it is sent), and it says whether none of the answer has
+// left: then the echo response is as it was before the handler wrote, with
+// the headers it had then, and the next answer is decided afresh. A handler
+// that failed before it wrote keeps the headers it set (a 401's
+// WWW-Authenticate goes with its error).
+func (cw *compressWriter) takeBack(res *echo.Response, before http.Header) bool {
+	unsent := !cw.wroteHeader || cw.holding
+	if cw.wroteHeader && unsent {
+		res.Committed, res.Status, res.Size = false, http.StatusOK, 0
+		clear(res.Header())
+		maps.Copy(res.Header(), before)
+	}
 	cw.holding, cw.held = false, nil
 	if cw.w != nil {
 		cw.w.Reset(io.Discard)
 		cw.putEncoder()
 	}
 	if unsent {
-		cw.wroteHeader = false // the next answer is decided afresh
+		cw.wroteHeader = false
 	}
 	return unsent
 }
 
 func (cw *compressWriter) close() {
 	if cw.holding {
-		_ = cw.release(false) // the handler ended under compressMinBytes
+		_ = cw.release(true) // the handler ended under compressMinBytes
 	}
 	if cw.w == nil {
 		return
