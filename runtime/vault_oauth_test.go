@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/models/modelstest"
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/logtest"
 	"github.com/subako/subako/runtime/oauth/oauthtest"
 	"github.com/subako/subako/runtime/vault"
 )
@@ -32,25 +32,7 @@ type oauthWorld struct {
 	srv     *oauthtest.Server
 	db      *models.DB
 	keys    *vault.Keyring
-	log     *syncBuffer // everything the runtime logged
-}
-
-// syncBuffer is a log sink safe for the runtime's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log     *logtest.Buffer // everything the runtime logged
 }
 
 func newOAuthWorld(t *testing.T, opts oauthtest.Options) *oauthWorld {
@@ -59,7 +41,7 @@ func newOAuthWorld(t *testing.T, opts oauthtest.Options) *oauthWorld {
 	opts.AutoApprove = true
 	w := &oauthWorld{srv: oauthtest.Start(t, opts), db: modelstest.Open(t)}
 	w.keys, _ = vault.NewKeyringFromSecret(strings.Repeat("k", 40))
-	w.log = &syncBuffer{}
+	w.log = &logtest.Buffer{}
 	w.rt = runtime.New(w.db, runtime.Options{AllowPrivateEgress: true, Keys: w.keys,
 		Log: slog.New(slog.NewTextHandler(w.log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	t.Cleanup(w.rt.Close)

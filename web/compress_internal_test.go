@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/andybalholm/brotli"
@@ -16,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/subako/subako/handlers"
+	"github.com/subako/subako/runtime/logtest"
 )
 
 // A handler that flushes before it writes anything sends its header then:
@@ -70,7 +70,7 @@ func TestAnswerBrokenHalfwayIsNeverTakenWhole(t *testing.T) {
 	const part = `{"items": [{"id": "first"}, {"id": "second"`
 	long := part + strings.Repeat(`, {"id": "another"}`, 200)
 	whole := long + "]}"
-	logs := &lockedBuffer{}
+	logs := &logtest.Buffer{}
 	h := &handlers.Handlers{Log: slog.New(slog.NewTextHandler(logs, nil))}
 	e := echo.New()
 	e.Logger.SetOutput(io.Discard)
@@ -164,30 +164,4 @@ func TestAnswerBrokenHalfwayIsNeverTakenWhole(t *testing.T) {
 			t.Fatalf("Accept-Encoding %q, the next answer: %d bytes decoded of %d, err %v; want it whole with a 200", accept, len(body), len(whole), err)
 		}
 	}
-}
-
-// lockedBuffer is a log written by the server's goroutines and read by the
-// test's: a failure is logged before the connection is cut, but the race
-// detector cannot see that order through the network.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *lockedBuffer) Reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Reset()
 }

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"html"
@@ -12,7 +11,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 
 	"github.com/subako/subako/models/modelstest"
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/logtest"
 	"github.com/subako/subako/runtime/mcpclient/mcptest"
 	"github.com/subako/subako/web"
 )
@@ -412,24 +411,11 @@ func TestAskUserAnsweredThenSessionEnded(t *testing.T) {
 	}
 }
 
-// secretLogs collects everything the server logs, to be searched.
-type secretLogs struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *secretLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *secretLogs) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // newLoggedEnv is newEnv with the server's logs (web, runtime and the
 // process default) kept at debug level instead of discarded.
-func newLoggedEnv(t *testing.T) (*env, *secretLogs) {
+func newLoggedEnv(t *testing.T) (*env, *logtest.Buffer) {
 	t.Helper()
-	logs := &secretLogs{}
+	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prev := slog.Default()
 	slog.SetDefault(log)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subako/subako/runtime/logtest"
 	"github.com/subako/subako/runtime/objstore/s3test"
 	"github.com/subako/subako/runtime/sandbox/archive"
 )
@@ -82,7 +83,7 @@ func TestServeNeverLogsTheS3Secret(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	base := "http://" + addr
-	logs := &lockedBuffer{}
+	logs := &logtest.Buffer{}
 	args := append([]string{"serve", "--addr", addr, "--data", t.TempDir(), "--log-level", "debug"}, store.Args("secrets")...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), store.Env()...)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/models/modelstest"
+	"github.com/subako/subako/runtime/logtest"
 	"github.com/subako/subako/runtime/mcpclient/mcptest"
 )
 
@@ -48,7 +49,7 @@ func TestKill9DuringCallsLeavesEveryCallFinishedOrInterrupted(t *testing.T) {
 	mcpURL := mcptest.StartEverything(t, crashToken)
 	addr := freeAddr(t)
 	base := "http://" + addr
-	logs := &lockedBuffer{}
+	logs := &logtest.Buffer{}
 	start := func() *exec.Cmd {
 		return startServer(t, bin, base, logs, append([]string{"serve", "--addr", addr, "--egress-allow-private"}, dbArgs...)...)
 	}
@@ -176,7 +177,7 @@ func TestKill9DuringCallsLeavesEveryCallFinishedOrInterrupted(t *testing.T) {
 
 // startServer starts the server binary with args and waits until base
 // answers /readyz.
-func startServer(t *testing.T, bin, base string, logs *lockedBuffer, args ...string) *exec.Cmd {
+func startServer(t *testing.T, bin, base string, logs *logtest.Buffer, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -209,21 +210,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

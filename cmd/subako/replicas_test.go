@@ -21,6 +21,7 @@ import (
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/models/modelstest"
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/logtest"
 	"github.com/subako/subako/runtime/mcpclient/mcptest"
 )
 
@@ -60,7 +61,7 @@ func TestSecondServeOnOneSQLiteFileIsRefused(t *testing.T) {
 	bin := buildServer(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	logs := &lockedBuffer{}
+	logs := &logtest.Buffer{}
 	first := startServer(t, bin, "http://"+addr, logs, "serve", "--addr", addr, "--data", dir)
 	t.Cleanup(func() { first.Process.Kill(); first.Wait() })
 
@@ -99,7 +100,7 @@ func TestSecondServeOnOneSQLiteFileIsRefused(t *testing.T) {
 type replica struct {
 	name, base string
 	cmd        *exec.Cmd
-	logs       *lockedBuffer
+	logs       *logtest.Buffer
 	start      func() *exec.Cmd
 }
 
@@ -166,7 +167,7 @@ func TestTwoReplicasOnOnePostgres(t *testing.T) {
 
 	newReplica := func(name, dir string) *replica {
 		addr := freeAddr(t)
-		r := &replica{name: name, base: "http://" + addr, logs: &lockedBuffer{}}
+		r := &replica{name: name, base: "http://" + addr, logs: &logtest.Buffer{}}
 		r.start = func() *exec.Cmd {
 			r.cmd = startServer(t, bin, r.base, r.logs, "serve", "--addr", addr, "--egress-allow-private", "--data", dir, "--database-url", dbURL,
 				"--replica-id", name, "--approval-timeout", "5s")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/models/modelstest"
+	"github.com/subako/subako/runtime/logtest"
 	"github.com/subako/subako/runtime/mcpclient/mcptest"
 	"github.com/subako/subako/runtime/objstore/s3test"
 )
@@ -26,7 +27,7 @@ import (
 type sandboxReplica struct {
 	name, base string
 	cmd        *exec.Cmd
-	logs       *lockedBuffer
+	logs       *logtest.Buffer
 }
 
 const replicaSecret = "replica-secret-0123456789abcdef"
@@ -79,7 +80,7 @@ func newReplicaWorld(t *testing.T, idle, mcpURL string) *replicaWorld {
 			os.MkdirAll(d, 0o700)
 			os.Chown(d, 65534, 65534)
 		}
-		r := &sandboxReplica{name: name, base: "http://" + freeAddr(t), logs: &lockedBuffer{}}
+		r := &sandboxReplica{name: name, base: "http://" + freeAddr(t), logs: &logtest.Buffer{}}
 		args := append([]string{"serve", "--addr", strings.TrimPrefix(r.base, "http://"), "--base-url", r.base, "--allowed-hosts", "127.0.0.1",
 			"--data", data, "--database-url", dbURL, "--advertise-url", r.base, "--sandbox-idle-timeout", idle, "--egress-allow-private"}, store.Args("replicas")...)
 		cmd := exec.Command(bin, args...)

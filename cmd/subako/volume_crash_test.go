@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/subako/subako/models/modelstest"
+	"github.com/subako/subako/runtime/logtest"
 )
 
 // A real `subako serve` killed with SIGKILL in the middle of a Volume.put
@@ -39,7 +40,7 @@ func TestKill9MidUploadLeavesTheOldFile(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	base := "http://" + addr
-	logs := &lockedBuffer{}
+	logs := &logtest.Buffer{}
 	start := func() *exec.Cmd {
 		return startServer(t, bin, base, logs, append([]string{"serve", "--addr", addr, "--volume-max-file", "64MiB", "--min-free-disk", "1MiB"}, dbArgs...)...)
 	}

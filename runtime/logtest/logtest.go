@@ -1,0 +1,34 @@
+// Package logtest holds what tests need to read what a server logged.
+package logtest
+
+import (
+	"bytes"
+	"sync"
+)
+
+// Buffer is a log sink that the server's goroutines write and a test reads
+// while they run.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Buffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is everything logged so far.
+func (l *Buffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Reset forgets what was logged so far.
+func (l *Buffer) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
+}
