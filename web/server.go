@@ -75,7 +75,9 @@ func NewWithMetrics(rt *runtime.Runtime, cfg Config) (*echo.Echo, http.Handler) 
 	reg.MustRegister(functionLoad(rt)...)
 	reg.MustRegister(clusterMetrics(rt)...)
 	e.Pre(checkHost(cfg.BaseURL, cfg.AllowedHosts), headAsGet)
-	e.Use(headAgain, middleware.Recover(), requestLog(cfg.Log), metrics(reg), securityHeaders, compress, crossOrigin(), bodyLimits(), h.CheckInput)
+	// Recover sits inside requestLog and metrics, so that a handler's panic
+	// is logged and counted as the 500 it is answered with.
+	e.Use(headAgain, requestLog(cfg.Log), metrics(reg), middleware.Recover(), securityHeaders, compress, crossOrigin(), bodyLimits(), h.CheckInput)
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	if !cfg.MetricsElsewhere {
 		e.GET("/metrics", metricsAuth(rt, cfg.MetricsToken, metricsHandler))
@@ -216,23 +218,31 @@ func requestLog(log *slog.Logger) echo.MiddlewareFunc {
 
 func metrics(reg *prometheus.Registry) echo.MiddlewareFunc {
 	count := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "subako_http_requests_total",
-		Help: "HTTP requests by route, method and status."}, []string{"route", "method", "status"})
+		Help: "HTTP requests by route, method and status (aborted: the answer was broken off after it began)."}, []string{"route", "method", "status"})
 	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "subako_http_request_duration_seconds",
 		Help: "HTTP request durations by route and method.", Buckets: prometheus.DefBuckets}, []string{"route", "method"})
 	reg.MustRegister(count, dur)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
-			err := next(c)
-			if err != nil {
+			status := ""
+			defer func() {
+				route := c.Path()
+				if route == "" {
+					route = "unmatched"
+				}
+				if status == "" {
+					// An answer broken off (compress) passes here as
+					// http.ErrAbortHandler on its way to net/http.
+					status = "aborted"
+				}
+				count.WithLabelValues(route, c.Request().Method, status).Inc()
+				dur.WithLabelValues(route, c.Request().Method).Observe(time.Since(start).Seconds())
+			}()
+			if err := next(c); err != nil {
 				c.Error(err)
 			}
-			route := c.Path()
-			if route == "" {
-				route = "unmatched"
-			}
-			count.WithLabelValues(route, c.Request().Method, strconv.Itoa(c.Response().Status)).Inc()
-			dur.WithLabelValues(route, c.Request().Method).Observe(time.Since(start).Seconds())
+			status = strconv.Itoa(c.Response().Status)
 			return nil
 		}
 	}
