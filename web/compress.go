@@ -24,6 +24,10 @@ import (
 // tool call's answer (about 700 bytes) is under it.
 const compressMinBytes = 1400
 
+// statusClientClosed is what the request counter says of an answer whose
+// client left before it ended (nginx's 499); it is never sent.
+const statusClientClosed = 499
+
 // compress answers in brotli or gzip when the client accepts it. What is
 // decided when the handler writes its header, from the Content-Type it set:
 // an event stream is never compressed (a compressor holds bytes back, and
@@ -38,7 +42,9 @@ const compressMinBytes = 1400
 // dropped, with the headers the handler set for it, and the error page
 // goes out in its place. Once part of it has left, the connection is cut
 // (http.ErrAbortHandler, after the error is logged), so the client sees
-// the answer broken off and not a short one.
+// the answer broken off and not a short one; unless the client is what
+// failed (it left, and a write to it failed): that is counted as 499, and
+// not logged.
 func compress(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		res := c.Response()
@@ -69,6 +75,13 @@ func compress(next echo.HandlerFunc) echo.HandlerFunc {
 		}()
 		if err := next(c); err != nil {
 			if !cw.takeBack(res, before) {
+				if cw.writeErr != nil || c.Request().Context().Err() != nil {
+					// The client left before the answer ended (the
+					// handler's error is likely that): nobody is there to
+					// tell, and nothing failed here.
+					res.Status = statusClientClosed
+					return nil
+				}
 				res.Committed = true
 				c.Error(err)
 				panic(http.ErrAbortHandler)
@@ -132,6 +145,8 @@ type compressWriter struct {
 	holding bool
 	code    int
 	held    []byte
+	// writeErr is the first write to the client that failed: it has gone.
+	writeErr error
 }
 
 func (cw *compressWriter) WriteHeader(code int) {
@@ -167,10 +182,23 @@ func (cw *compressWriter) Write(b []byte) (int, error) {
 			return 0, err
 		}
 	}
+	return cw.send(b)
+}
+
+// send writes b on, through the compressor if there is one. A write that
+// fails says the client is gone, and is remembered.
+func (cw *compressWriter) send(b []byte) (int, error) {
+	var n int
+	var err error
 	if cw.w != nil {
-		return cw.w.Write(b)
+		n, err = cw.w.Write(b)
+	} else {
+		n, err = cw.ResponseWriter.Write(b)
 	}
-	return cw.ResponseWriter.Write(b)
+	if err != nil && cw.writeErr == nil {
+		cw.writeErr = err
+	}
+	return n, err
 }
 
 // worthCompressing says whether a body with this status and these headers
@@ -210,12 +238,7 @@ func (cw *compressWriter) release(whole bool) error {
 	if len(held) == 0 {
 		return nil
 	}
-	var err error
-	if cw.w != nil {
-		_, err = cw.w.Write(held)
-	} else {
-		_, err = cw.ResponseWriter.Write(held)
-	}
+	_, err := cw.send(held)
 	return err
 }
 
@@ -249,10 +272,16 @@ func (cw *compressWriter) Flush() {
 	if cw.holding {
 		_ = cw.release(false)
 	}
+	var err error
 	if cw.w != nil {
-		_ = cw.w.Flush()
+		err = cw.w.Flush()
 	}
-	_ = http.NewResponseController(cw.ResponseWriter).Flush()
+	if err == nil {
+		err = http.NewResponseController(cw.ResponseWriter).Flush()
+	}
+	if err != nil && cw.writeErr == nil {
+		cw.writeErr = err
+	}
 }
 
 // Hijack is for WebSocket-style upgrades, which bypass compression.

@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/andybalholm/brotli"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/subako/subako/handlers"
 	"github.com/subako/subako/runtime/logtest"
@@ -163,5 +165,70 @@ func TestAnswerBrokenHalfwayIsNeverTakenWhole(t *testing.T) {
 		if err != nil || resp.StatusCode != http.StatusOK || string(body) != whole {
 			t.Fatalf("Accept-Encoding %q, the next answer: %d bytes decoded of %d, err %v; want it whole with a 200", accept, len(body), len(whole), err)
 		}
+	}
+}
+
+// A client that leaves in the middle of a long answer is not a failure of
+// the server's: the handler's write error is neither logged as one nor
+// answered by cutting a connection already gone, and the request counts
+// as 499, not as aborted.
+func TestClientLeavingHalfwayIsNotAServerFailure(t *testing.T) {
+	logs := &logtest.Buffer{}
+	h := &handlers.Handlers{Log: slog.New(slog.NewTextHandler(logs, nil))}
+	reg := prometheus.NewRegistry()
+	e := echo.New()
+	e.Logger.SetOutput(io.Discard)
+	e.HTTPErrorHandler = h.ErrorHandler
+	e.Use(metrics(reg), middleware.Recover(), compress)
+	chunk := []byte(strings.Repeat(`{"id": "a line of a long answer"}, `, 2000))
+	e.GET("/api/long", func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		for range 1000 { // 70 MB: far more than the client reads
+			if _, err := c.Response().Write(chunk); err != nil {
+				return err
+			}
+			c.Response().Flush()
+		}
+		return nil
+	})
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	for _, accept := range []string{"gzip", ""} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/long", nil)
+		req.Header.Set("Accept-Encoding", accept)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(resp.Body, make([]byte, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close() // gone, with most of the answer unread
+		srv.Client().CloseIdleConnections()
+	}
+	count := func(status string) float64 {
+		families, _ := reg.Gather()
+		for _, f := range families {
+			if f.GetName() != "subako_http_requests_total" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "status" && l.GetValue() == status {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return 0
+	}
+	for deadline := time.Now().Add(10 * time.Second); count("499") < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := count("499"); got != 2 || count("aborted") != 0 {
+		t.Fatalf("two clients that left counted %v as 499 and %v as aborted; want 2 and 0", got, count("aborted"))
+	}
+	if strings.Contains(logs.String(), "request failed") {
+		t.Fatalf("a client's leaving was logged as a failure:\n%s", logs.String())
 	}
 }

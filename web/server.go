@@ -218,7 +218,7 @@ func requestLog(log *slog.Logger) echo.MiddlewareFunc {
 
 func metrics(reg *prometheus.Registry) echo.MiddlewareFunc {
 	count := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "subako_http_requests_total",
-		Help: "HTTP requests by route, method and status (aborted: the answer was broken off after it began)."}, []string{"route", "method", "status"})
+		Help: "HTTP requests by route, method and status (aborted: the answer was broken off after it began; 499: the client left first)."}, []string{"route", "method", "status"})
 	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "subako_http_request_duration_seconds",
 		Help: "HTTP request durations by route and method.", Buckets: prometheus.DefBuckets}, []string{"route", "method"})
 	reg.MustRegister(count, dur)
@@ -232,9 +232,14 @@ func metrics(reg *prometheus.Registry) echo.MiddlewareFunc {
 					route = "unmatched"
 				}
 				if status == "" {
-					// An answer broken off (compress) passes here as
-					// http.ErrAbortHandler on its way to net/http.
+					// An answer broken off passes here as a panic on its
+					// way to net/http (compress's, or a reverse proxy's
+					// http.ErrAbortHandler): the client's leaving, or a
+					// failure on this side.
 					status = "aborted"
+					if c.Request().Context().Err() != nil {
+						status = strconv.Itoa(statusClientClosed)
+					}
 				}
 				count.WithLabelValues(route, c.Request().Method, status).Inc()
 				dur.WithLabelValues(route, c.Request().Method).Observe(time.Since(start).Seconds())
