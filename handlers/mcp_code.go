@@ -213,7 +213,7 @@ func (m *CodeMode) do(ctx context.Context, c caller, args json.RawMessage) (*mcp
 	err := m.h.RT.ProgramRun(ctx, c.p, runtime.ProgramInput{Program: in.Program, Client: c.client, Model: c.model},
 		func(ctx context.Context, id string) error {
 			actionID = id
-			call := func(ctx context.Context, name string, input json.RawMessage) (json.RawMessage, error) {
+			call := func(ctx context.Context, name string, input json.RawMessage) (codemode.Answer, error) {
 				if v, ok := m.verb(name); ok && takesSecret(v) {
 					var in struct{ Secret any }
 					if json.Unmarshal(input, &in) == nil {
@@ -221,10 +221,10 @@ func (m *CodeMode) do(ctx context.Context, c caller, args json.RawMessage) (*mcp
 							m.h.RT.RedactProgram(ctx, id, s)
 						}
 					}
-					return nil, &codemode.CallError{Code: "not_in_code_mode", Status: 422, Field: "secret",
+					return codemode.Answer{}, &codemode.CallError{Code: "not_in_code_mode", Status: 422, Field: "secret",
 						Message: name + " takes a secret, and a program's text is kept with its Action: set it with subako do, the API or the console"}
 				}
-				return m.dispatch(ctx, c, id, name, input)
+				return m.answer(ctx, c, id, name, input)
 			}
 			var err error
 			res, err = codemode.Run(ctx, in.Program, names, call, codemode.Limits{})

@@ -23,6 +23,14 @@ const maxDispatchAnswer = 4 << 20
 // served by the server's router, with the caller (and the program's Action,
 // parent) in its context. The answer's problem JSON becomes a CallError.
 func (m *CodeMode) dispatch(ctx context.Context, c caller, parent, name string, input json.RawMessage) (json.RawMessage, error) {
+	out, err := m.answer(ctx, c, parent, name, input)
+	return out.Body, err
+}
+
+// answer is dispatch for a program: a download (a GET verb that answers no
+// JSON, as Volume.get, Sandbox.readFile) is its bytes, which the program
+// gets as the Uint8Array its type says ($.d.ts).
+func (m *CodeMode) answer(ctx context.Context, c caller, parent, name string, input json.RawMessage) (codemode.Answer, error) {
 	v, ok := verbs.Get(name)
 	if !ok {
 		for _, w := range m.verbs() {
@@ -32,15 +40,15 @@ func (m *CodeMode) dispatch(ctx context.Context, c caller, parent, name string, 
 		}
 	}
 	if !ok || v.Body == verbs.BodyRaw {
-		return nil, &codemode.CallError{Code: "unknown_verb", Status: 404, Message: "no verb " + name + " a program can call"}
+		return codemode.Answer{}, &codemode.CallError{Code: "unknown_verb", Status: 404, Message: "no verb " + name + " a program can call"}
 	}
 	req, err := verbRequest(ctx, v, input)
 	if err != nil {
-		return nil, err
+		return codemode.Answer{}, err
 	}
 	w, err := m.serve(ctx, c, parent, req)
 	if err != nil {
-		return nil, err
+		return codemode.Answer{}, err
 	}
 	if w.status >= 300 {
 		var pr Problem
@@ -55,12 +63,15 @@ func (m *CodeMode) dispatch(ctx context.Context, c caller, parent, name string, 
 		if ce.Message == "" {
 			ce.Message = http.StatusText(w.status)
 		}
-		return nil, ce
+		return codemode.Answer{}, ce
+	}
+	if v.Output == nil && v.Method == http.MethodGet {
+		return codemode.Answer{Body: w.body.Bytes(), Bytes: true}, nil
 	}
 	if w.body.Len() == 0 {
-		return json.RawMessage("null"), nil
+		return codemode.JSON(json.RawMessage("null")), nil
 	}
-	return json.RawMessage(w.body.Bytes()), nil
+	return codemode.JSON(w.body.Bytes()), nil
 }
 
 // serve runs req through the router as the caller, with the caller (and the
@@ -81,12 +92,33 @@ func (m *CodeMode) serve(ctx context.Context, c caller, parent string, req *http
 	}
 	req.RemoteAddr, req.Host = c.remote, c.host
 	w := &recorded{header: http.Header{}, status: http.StatusOK}
-	m.api.ServeHTTP(w, req)
+	broken := dispatchTo(m.api, w, req)
 	if w.over {
 		return nil, &codemode.CallError{Code: "answer_too_large", Status: 502,
 			Message: fmt.Sprintf("%s %s answered more than %d bytes (4 MiB); ask for less (a filter, a limit)", req.Method, req.URL.Path, maxDispatchAnswer)}
 	}
+	if broken {
+		return nil, &codemode.CallError{Code: "internal", Status: 500,
+			Message: fmt.Sprintf("%s %s failed after its answer began; it was logged", req.Method, req.URL.Path)}
+	}
 	return w, nil
+}
+
+// dispatchTo serves req into w, and says whether the answer was broken off:
+// the router cuts a connection (http.ErrAbortHandler) when a handler fails
+// after its answer began, which here has no connection to cut and must not
+// unwind through the program and the MCP SDK, which recovers nothing.
+func dispatchTo(h http.Handler, w http.ResponseWriter, req *http.Request) (broken bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				panic(p)
+			}
+			broken = true
+		}
+	}()
+	h.ServeHTTP(w, req)
+	return false
 }
 
 // verbRequest builds the HTTP request of a verb's route from its input:
@@ -101,17 +133,30 @@ func verbRequest(ctx context.Context, v verbs.Verb, input json.RawMessage) (*htt
 	}
 	segs := strings.Split(v.Path, "/")
 	for i, s := range segs {
-		if !strings.HasPrefix(s, ":") {
+		var name string
+		switch {
+		case strings.HasPrefix(s, ":"):
+			name = s[1:]
+		case s == "*":
+			name = "path" // a relative path, its slashes kept (verbs.PathParams)
+		default:
 			continue
 		}
-		name := s[1:]
 		raw, ok := fields[name]
 		var val string
 		if !ok || json.Unmarshal(raw, &val) != nil || val == "" {
 			return nil, &codemode.CallError{Code: "invalid_input", Status: 422, Field: name,
 				Message: fmt.Sprintf("input.%s is required: %s's route is %s %s", name, v.Name, v.Method, v.Path)}
 		}
-		segs[i] = url.PathEscape(val)
+		if s == "*" {
+			parts := strings.Split(val, "/")
+			for j, p := range parts {
+				parts[j] = url.PathEscape(p)
+			}
+			segs[i] = strings.Join(parts, "/")
+		} else {
+			segs[i] = url.PathEscape(val)
+		}
 		delete(fields, name)
 	}
 	target := "/api/v1" + strings.Join(segs, "/")

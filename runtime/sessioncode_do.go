@@ -65,12 +65,13 @@ func (r *Runtime) SessionProgram(ctx context.Context, p Principal, in SessionPro
 				names = append(names, t.Dotted())
 				byName[t.Dotted()] = t
 			}
-			call := func(ctx context.Context, name string, input json.RawMessage) (json.RawMessage, error) {
+			call := func(ctx context.Context, name string, input json.RawMessage) (codemode.Answer, error) {
 				t, ok := byName[name]
 				if !ok {
-					return nil, &codemode.CallError{Code: "unknown_tool", Message: "this session offers no tool " + name}
+					return codemode.Answer{}, &codemode.CallError{Code: "unknown_tool", Message: "this session offers no tool " + name}
 				}
-				return r.programCall(ctx, p, s.ID, t, input, Caller{Client: in.Client, Model: in.Model, ParentAction: id}, in)
+				out, err := r.programCall(ctx, p, s.ID, t, input, Caller{Client: in.Client, Model: in.Model, ParentAction: id}, in)
+				return codemode.JSON(out), err
 			}
 			lim := codemode.Limits{Deadline: sessionProgramDeadline}
 			if slices.ContainsFunc(ts, func(t CodeTool) bool { return t.mayWait }) {

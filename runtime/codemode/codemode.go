@@ -47,7 +47,17 @@ const (
 // "sandbox.workbench.exec"). A returned *CallError is thrown in the program
 // as an Error with .code, .message, .field, .status and .missing_permission;
 // any other error is thrown with code "call_failed".
-type Call func(ctx context.Context, name string, input json.RawMessage) (json.RawMessage, error)
+type Call func(ctx context.Context, name string, input json.RawMessage) (Answer, error)
+
+// Answer is what a $ call answered: JSON (nothing: undefined), or with
+// Bytes a download's bytes, which the program gets as a Uint8Array.
+type Answer struct {
+	Body  []byte
+	Bytes bool
+}
+
+// JSON is an answer of JSON.
+func JSON(b json.RawMessage) Answer { return Answer{Body: b} }
 
 // CallError is a refused or failed $ call, as the program sees it.
 type CallError struct {

@@ -57,7 +57,7 @@ func (r *run) method(name string) func(goja.FunctionCall) goja.Value {
 		}
 		r.calls++
 		input, cerr := r.input(fc.Argument(0))
-		var out json.RawMessage
+		var out Answer
 		var err error
 		if cerr == nil {
 			r.clock.enter()
@@ -104,12 +104,15 @@ func (r *run) input(v goja.Value) (json.RawMessage, error) {
 	return json.RawMessage(s.String()), nil
 }
 
-func (r *run) parse(out json.RawMessage) (goja.Value, error) {
-	if len(out) == 0 {
+func (r *run) parse(out Answer) (goja.Value, error) {
+	if out.Bytes {
+		return r.vm.New(r.vm.Get("Uint8Array"), r.vm.ToValue(r.vm.NewArrayBuffer(out.Body)))
+	}
+	if len(out.Body) == 0 {
 		return goja.Undefined(), nil
 	}
 	parse, _ := goja.AssertFunction(r.vm.Get("JSON").ToObject(r.vm).Get("parse"))
-	return parse(goja.Undefined(), r.vm.ToValue(string(out)))
+	return parse(goja.Undefined(), r.vm.ToValue(string(out.Body)))
 }
 
 // callError is the Error the program catches: message, code, field, status

@@ -13,17 +13,17 @@ import (
 
 // approvals is a tiny $ backend: Approval.list answers two, Approval.approve
 // echoes, Agent.create is refused as the API refuses a viewer.
-func approvals(ctx context.Context, name string, input json.RawMessage) (json.RawMessage, error) {
+func approvals(ctx context.Context, name string, input json.RawMessage) (codemode.Answer, error) {
 	switch name {
 	case "Approval.list":
-		return json.RawMessage(`{"items":[{"id":"ap_1"},{"id":"ap_2"}]}`), nil
+		return codemode.JSON(json.RawMessage(`{"items":[{"id":"ap_1"},{"id":"ap_2"}]}`)), nil
 	case "Approval.approve":
-		return input, nil
+		return codemode.JSON(input), nil
 	case "Agent.create":
-		return nil, &codemode.CallError{Code: "permission_denied", Status: 403, MissingPermission: "Agent.create",
+		return codemode.Answer{}, &codemode.CallError{Code: "permission_denied", Status: 403, MissingPermission: "Agent.create",
 			Message: "permission denied: Agent.create * is not granted"}
 	}
-	return nil, errors.New("no such verb")
+	return codemode.Answer{}, errors.New("no such verb")
 }
 
 var names = []string{"Approval.list", "Approval.approve", "Agent.create", "sandbox.workbench.exec"}
@@ -150,12 +150,12 @@ func TestLogIsBounded(t *testing.T) {
 // bounded too.
 func TestCallWaitStopsTheProgramsClock(t *testing.T) {
 	slow := func(wait time.Duration) codemode.Call {
-		return func(ctx context.Context, name string, input json.RawMessage) (json.RawMessage, error) {
+		return func(ctx context.Context, name string, input json.RawMessage) (codemode.Answer, error) {
 			select {
 			case <-time.After(wait):
-				return json.RawMessage(`"approved"`), nil
+				return codemode.JSON(json.RawMessage(`"approved"`)), nil
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return codemode.Answer{}, ctx.Err()
 			}
 		}
 	}
