@@ -2,6 +2,7 @@ package web
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -28,6 +29,10 @@ const compressMinBytes = 1400
 // client left before it ended (nginx's 499); it is never sent.
 const statusClientClosed = 499
 
+// clientLeftKey marks, in the echo context, an answer broken off because
+// its client left (compressWriter.clientLeft), for the request counter.
+const clientLeftKey = "subako.client_left"
+
 // compress answers in brotli or gzip when the client accepts it. What is
 // decided when the handler writes its header, from the Content-Type it set:
 // an event stream is never compressed (a compressor holds bytes back, and
@@ -42,9 +47,8 @@ const statusClientClosed = 499
 // dropped, with the headers the handler set for it, and the error page
 // goes out in its place. Once part of it has left, the connection is cut
 // (http.ErrAbortHandler, after the error is logged), so the client sees
-// the answer broken off and not a short one; unless the client is what
-// failed (it left, and a write to it failed): that is counted as 499, and
-// not logged.
+// the answer broken off and not a short one. If the client is what failed
+// (it left), that is not logged, and it is counted as 499.
 func compress(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		res := c.Response()
@@ -75,15 +79,17 @@ func compress(next echo.HandlerFunc) echo.HandlerFunc {
 		}()
 		if err := next(c); err != nil {
 			if !cw.takeBack(res, before) {
-				if cw.writeErr != nil || c.Request().Context().Err() != nil {
-					// The client left before the answer ended (the
-					// handler's error is likely that): nobody is there to
-					// tell, and nothing failed here.
-					res.Status = statusClientClosed
-					return nil
+				if cw.clientLeft(c) {
+					// The handler's error is likely the client's leaving:
+					// nothing failed here, and nothing is logged.
+					c.Set(clientLeftKey, true)
+				} else {
+					res.Committed = true
+					c.Error(err)
 				}
-				res.Committed = true
-				c.Error(err)
+				// Cut even so: a client that only stopped sending may
+				// still be reading, and must not take the part for the
+				// whole.
 				panic(http.ErrAbortHandler)
 			}
 			// The error page is written here, through the compressor,
@@ -183,6 +189,17 @@ func (cw *compressWriter) Write(b []byte) (int, error) {
 		}
 	}
 	return cw.send(b)
+}
+
+// clientLeft says whether the client went away before its answer ended: the
+// request's context is done (net/http ends it when the connection breaks),
+// or a write to it failed for a reason other than net/http's own refusals.
+func (cw *compressWriter) clientLeft(c echo.Context) bool {
+	if c.Request().Context().Err() != nil {
+		return true
+	}
+	return cw.writeErr != nil && !errors.Is(cw.writeErr, http.ErrContentLength) &&
+		!errors.Is(cw.writeErr, http.ErrBodyNotAllowed) && !errors.Is(cw.writeErr, http.ErrHijacked)
 }
 
 // send writes b on, through the compressor if there is one. A write that

@@ -1,10 +1,13 @@
 package web
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -230,5 +233,45 @@ func TestClientLeavingHalfwayIsNotAServerFailure(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "request failed") {
 		t.Fatalf("a client's leaving was logged as a failure:\n%s", logs.String())
+	}
+}
+
+// A client that stops sending but still reads (a half-closed connection:
+// net/http then ends the request's context) and whose answer fails for it
+// still sees the answer broken off, never a short one ending cleanly.
+func TestHalfClosedClientStillSeesTheAnswerBrokenOff(t *testing.T) {
+	e := echo.New()
+	e.Logger.SetOutput(io.Discard)
+	e.Use(middleware.Recover(), compress)
+	e.GET("/api/long", func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		_, _ = c.Response().Write([]byte(strings.Repeat(`{"id": "a line"}, `, 200)))
+		c.Response().Flush()
+		select { // a database read that fails because the context ended
+		case <-c.Request().Context().Done():
+			return c.Request().Context().Err()
+		case <-time.After(10 * time.Second):
+			return nil
+		}
+	})
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	for _, accept := range []string{"gzip", "identity"} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "GET /api/long HTTP/1.1\r\nHost: %s\r\nAccept-Encoding: %s\r\n\r\n", srv.Listener.Addr(), accept)
+		_ = conn.(*net.TCPConn).CloseWrite()
+		_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		conn.Close()
+		if err == nil {
+			t.Fatalf("Accept-Encoding %s: %d with %d bytes that end cleanly; want the answer broken off", accept, resp.StatusCode, len(body))
+		}
 	}
 }

@@ -237,7 +237,7 @@ func metrics(reg *prometheus.Registry) echo.MiddlewareFunc {
 					// http.ErrAbortHandler): the client's leaving, or a
 					// failure on this side.
 					status = "aborted"
-					if c.Request().Context().Err() != nil {
+					if left, _ := c.Get(clientLeftKey).(bool); left || c.Request().Context().Err() != nil {
 						status = strconv.Itoa(statusClientClosed)
 					}
 				}
