@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"strings"
 
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/codemode"
@@ -131,35 +130,19 @@ func verbRequest(ctx context.Context, v verbs.Verb, input json.RawMessage) (*htt
 			return nil, &codemode.CallError{Code: "invalid_input", Status: 422, Field: "input", Message: "input must be an object of the verb's fields"}
 		}
 	}
-	segs := strings.Split(v.Path, "/")
-	for i, s := range segs {
-		var name string
-		switch {
-		case strings.HasPrefix(s, ":"):
-			name = s[1:]
-		case s == "*":
-			name = "path" // a relative path, its slashes kept (verbs.PathParams)
-		default:
-			continue
-		}
-		raw, ok := fields[name]
+	path, missing := verbs.FillPath(v.Path, func(name string) (string, bool) {
 		var val string
-		if !ok || json.Unmarshal(raw, &val) != nil || val == "" {
-			return nil, &codemode.CallError{Code: "invalid_input", Status: 422, Field: name,
-				Message: fmt.Sprintf("input.%s is required: %s's route is %s %s", name, v.Name, v.Method, v.Path)}
-		}
-		if s == "*" {
-			parts := strings.Split(val, "/")
-			for j, p := range parts {
-				parts[j] = url.PathEscape(p)
-			}
-			segs[i] = strings.Join(parts, "/")
-		} else {
-			segs[i] = url.PathEscape(val)
+		if json.Unmarshal(fields[name], &val) != nil || val == "" {
+			return "", false
 		}
 		delete(fields, name)
+		return val, true
+	})
+	if missing != "" {
+		return nil, &codemode.CallError{Code: "invalid_input", Status: 422, Field: missing,
+			Message: fmt.Sprintf("input.%s is required: %s's route is %s %s", missing, v.Name, v.Method, v.Path)}
 	}
-	target := "/api/v1" + strings.Join(segs, "/")
+	target := "/api/v1" + path
 	var body []byte
 	switch {
 	case v.Body == verbs.BodyWhole:

@@ -25,10 +25,6 @@ import (
 // tool call's answer (about 700 bytes) is under it.
 const compressMinBytes = 1400
 
-// statusClientClosed is what the request counter says of an answer whose
-// client left before it ended (nginx's 499); it is never sent.
-const statusClientClosed = 499
-
 // clientLeftKey marks, in the echo context, an answer broken off because
 // its client left (compressWriter.clientLeft), for the request counter.
 const clientLeftKey = "subako.client_left"

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,30 +19,9 @@ import (
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/fn"
 	"github.com/subako/subako/runtime/fn/fntest"
+	"github.com/subako/subako/runtime/logtest"
 	"github.com/subako/subako/web"
 )
-
-// fnLogBuffer collects a server's log, safe for the goroutines writing to it.
-type fnLogBuffer struct {
-	mu    sync.Mutex
-	b     bytes.Buffer
-	limit int // when set, the buffer starts over past this many bytes
-}
-
-func (l *fnLogBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.limit > 0 && l.b.Len() > l.limit {
-		l.b.Reset()
-	}
-	return l.b.Write(p)
-}
-
-func (l *fnLogBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // fnEnv is a whole server with a function engine, as `subako serve` wires
 // it, with every log line it writes (debug included) captured.
@@ -51,7 +29,7 @@ type fnEnv struct {
 	*env
 	mods    fntest.Modules
 	engine  *fn.Engine
-	logs    *fnLogBuffer
+	logs    *logtest.Buffer
 	browser *client // the owner's
 	owner   string  // the owner's API token
 }
@@ -59,7 +37,7 @@ type fnEnv struct {
 func newFnEnv(t *testing.T) *fnEnv {
 	t.Helper()
 	mods := fntest.Build(t)
-	logs := &fnLogBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prev := slog.Default()
 	slog.SetDefault(log)

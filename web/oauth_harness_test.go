@@ -21,6 +21,7 @@ import (
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/fn"
 	"github.com/subako/subako/runtime/fn/fntest"
+	"github.com/subako/subako/runtime/logtest"
 	"github.com/subako/subako/runtime/oauth/oauthtest"
 	"github.com/subako/subako/web"
 )
@@ -29,7 +30,7 @@ import (
 // a vault, and an OAuth authorization server with its protected MCP server.
 type oauthWorld struct {
 	*env
-	logs    *fnLogBuffer
+	logs    *logtest.Buffer
 	fn      *fnEnv  // with functions only
 	browser *client // the owner's cookie browser
 	owner   string  // the owner's API token
@@ -46,7 +47,7 @@ const oauthVaultName = "customer-a"
 
 func newOAuthWorld(t *testing.T, opts oauthtest.Options, functions ...string) *oauthWorld {
 	t.Helper()
-	logs := &fnLogBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prev := slog.Default()
 	slog.SetDefault(log)

@@ -216,6 +216,10 @@ func requestLog(log *slog.Logger) echo.MiddlewareFunc {
 	}
 }
 
+// statusClientClosed is what the request counter says of an answer whose
+// client left before it ended (nginx's 499); it is never sent.
+const statusClientClosed = 499
+
 func metrics(reg *prometheus.Registry) echo.MiddlewareFunc {
 	count := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "subako_http_requests_total",
 		Help: "HTTP requests by route, method and status (aborted: the answer was broken off after it began; 499: the client left first)."}, []string{"route", "method", "status"})

@@ -41,7 +41,7 @@ func TestSoakMixedClients(t *testing.T) {
 	}
 	span = min(span, 10*time.Minute)
 	f := newFnEnv(t)
-	f.logs.limit = 1 << 20 // keep the captured log from counting as a leak
+	f.logs.Limit = 1 << 20 // keep the captured log from counting as a leak
 	f.install("jq")
 	mcpURL := mcptest.StartEverything(t, mcpToken)
 	var v struct{ ID string }

@@ -129,30 +129,15 @@ func openBody(r verbs.Verb, path, raw string, stdin io.Reader) (io.ReadCloser, e
 // buildRequest fills the route's :params from the input, sends the rest as the
 // query (GET, DELETE) or the JSON body; a body from --body-file is sent as is.
 func buildRequest(base string, r verbs.Verb, in map[string]any, file io.Reader) (*http.Request, error) {
-	var parts []string
-	for _, seg := range strings.Split(r.Path, "/") {
-		if seg == "*" { // the rest of the path: a volume file's, as "path"
-			v, ok := in["path"]
-			if !ok {
-				return nil, fmt.Errorf("%s needs %q in its input", r.Name, "path")
-			}
-			delete(in, "path")
-			var esc []string
-			for _, name := range strings.Split(fmt.Sprint(v), "/") {
-				esc = append(esc, url.PathEscape(name))
-			}
-			seg = strings.Join(esc, "/")
-		} else if name, ok := strings.CutPrefix(seg, ":"); ok {
-			v, ok := in[name]
-			if !ok {
-				return nil, fmt.Errorf("%s needs %q in its input", r.Name, name)
-			}
-			delete(in, name)
-			seg = url.PathEscape(fmt.Sprint(v))
-		}
-		parts = append(parts, seg)
+	path, missing := verbs.FillPath(r.Path, func(name string) (string, bool) {
+		v, ok := in[name]
+		delete(in, name)
+		return fmt.Sprint(v), ok
+	})
+	if missing != "" {
+		return nil, fmt.Errorf("%s needs %q in its input", r.Name, missing)
 	}
-	u := base + "/api/v1" + strings.Join(parts, "/")
+	u := base + "/api/v1" + path
 	var body io.Reader
 	if file != nil {
 		if len(in) > 0 {

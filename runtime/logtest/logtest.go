@@ -9,13 +9,19 @@ import (
 // Buffer is a log sink that the server's goroutines write and a test reads
 // while they run.
 type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	// Limit, when set, has the buffer start over once it holds more than
+	// this many bytes (a long run's log kept from growing as a leak would).
+	Limit int
+	mu    sync.Mutex
+	b     bytes.Buffer
 }
 
 func (l *Buffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.Limit > 0 && l.b.Len() > l.Limit {
+		l.b.Reset()
+	}
 	return l.b.Write(p)
 }
 

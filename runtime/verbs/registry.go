@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -242,6 +243,35 @@ func PathParams(path string) []string {
 		}
 	}
 	return out
+}
+
+// FillPath is path with its parameters filled in from value, each escaped;
+// the wildcard "*" is "path", a relative path whose slashes are kept. It
+// says which parameter value had none for, if one had none. The CLI and
+// code mode build a verb's request with it.
+func FillPath(path string, value func(name string) (string, bool)) (filled, missing string) {
+	segs := strings.Split(path, "/")
+	for i, seg := range segs {
+		switch {
+		case seg == "*":
+			v, ok := value("path")
+			if !ok {
+				return "", "path"
+			}
+			names := strings.Split(v, "/")
+			for j, n := range names {
+				names[j] = url.PathEscape(n)
+			}
+			segs[i] = strings.Join(names, "/")
+		case strings.HasPrefix(seg, ":"):
+			v, ok := value(seg[1:])
+			if !ok {
+				return "", seg[1:]
+			}
+			segs[i] = url.PathEscape(v)
+		}
+	}
+	return strings.Join(segs, "/"), ""
 }
 
 func paramDoc(p string) string {

@@ -48,3 +48,22 @@ func TestEveryVerbIsDeclaredWhole(t *testing.T) {
 		t.Errorf("only %d verbs declared", len(All()))
 	}
 }
+
+// FillPath fills a route the CLI and code mode call: ids escaped whole, a
+// file's path escaped name by name with its slashes kept (so the router
+// sees the same names the person gave), and the first missing one named.
+func TestFillPathEscapesEachNameAndNamesWhatIsMissing(t *testing.T) {
+	values := map[string]string{"session": "ses_1/x", "path": "in/a b/%2e%2e/ü#?.txt"}
+	lookup := func(name string) (string, bool) { v, ok := values[name]; return v, ok }
+	got, missing := FillPath("/sessions/:session/volume/*", lookup)
+	if want := "/sessions/ses_1%2Fx/volume/in/a%20b/%252e%252e/%C3%BC%23%3F.txt"; got != want || missing != "" {
+		t.Fatalf("FillPath = %q (missing %q), want %q", got, missing, want)
+	}
+	delete(values, "path")
+	if _, missing := FillPath("/sessions/:session/volume/*", lookup); missing != "path" {
+		t.Fatalf("without a path, missing = %q; want path", missing)
+	}
+	if _, missing := FillPath("/sandboxes/:sandbox/files/*", lookup); missing != "sandbox" {
+		t.Fatalf("without a sandbox, missing = %q; want sandbox", missing)
+	}
+}
