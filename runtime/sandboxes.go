@@ -198,9 +198,47 @@ func (r *Runtime) relaySandboxEvents(ctx context.Context, mgr *sandbox.Manager) 
 
 // suspendOnSessionEnd suspends a session's sandboxes as soon as it ends; a
 // missed event is caught by SandboxTick.
+//
+// The suspensions run one after another in a goroutine of their own, and
+// this one only notes which sessions ended: archiving a sandbox takes a
+// while, and the subscription, read only between archivings, would fill
+// with the calls' events meanwhile and lose the next session's end (the
+// hub drops what a full subscriber cannot take).
 func (r *Runtime) suspendOnSessionEnd(ctx context.Context, mgr *sandbox.Manager) {
 	events, unsubscribe := r.Subscribe()
 	defer unsubscribe()
+	var (
+		mu      sync.Mutex
+		pending []string
+	)
+	wake := make(chan struct{}, 1)
+	quit, done := make(chan struct{}), make(chan struct{})
+	defer func() { close(quit); <-done }()
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-quit:
+				return
+			case <-wake:
+			}
+			for ctx.Err() == nil {
+				mu.Lock()
+				if len(pending) == 0 {
+					mu.Unlock()
+					break
+				}
+				id := pending[0]
+				pending = pending[1:]
+				mu.Unlock()
+				if err := r.suspendSession(ctx, mgr, id); err != nil {
+					r.opts.Log.Error("runtime: suspend the sandboxes of an ended session", "session", id, "err", err)
+				}
+			}
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -209,14 +247,25 @@ func (r *Runtime) suspendOnSessionEnd(ctx context.Context, mgr *sandbox.Manager)
 			if !ok {
 				return
 			}
-			if e.Kind == "session" && e.State == SessionEnded {
-				if err := r.suspendSession(ctx, mgr, e.SessionID); err != nil {
-					r.opts.Log.Error("runtime: suspend the sandboxes of an ended session", "session", e.SessionID, "err", err)
-				}
+			if e.Kind != "session" || e.State != SessionEnded {
+				continue
+			}
+			mu.Lock()
+			if len(pending) < maxPendingSuspensions {
+				pending = append(pending, e.SessionID)
+			}
+			mu.Unlock()
+			select {
+			case wake <- struct{}{}:
+			default:
 			}
 		}
 	}
 }
+
+// maxPendingSuspensions bounds the ended sessions waiting for their
+// sandboxes to be suspended; beyond it SandboxTick suspends them.
+const maxPendingSuspensions = 10000
 
 // suspendEnded suspends running sandboxes whose session has ended.
 func (r *Runtime) suspendEnded(ctx context.Context, mgr *sandbox.Manager) error {

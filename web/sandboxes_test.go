@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,6 +332,80 @@ func checkSandboxUsage(t *testing.T, w *world, id string) {
 	db.Model(&models.UsageRecord{}).Where("subject = ? AND kind = ?", id, runtime.UsageArchiveBytes).Count(&after)
 	if int(after) != len(stored) {
 		t.Errorf("archive storage still metered after its deletion: %d records, was %d", after, len(stored))
+	}
+}
+
+// Sessions ended in the middle of a burst of calls have their sandboxes
+// suspended all the same, at once: the burst's events must not crowd a
+// session's end out of what the server listens to while it archives
+// another sandbox (no SandboxTick runs here to catch a lost one).
+func TestSandboxesSuspendedWhenSessionsEndDuringABurstOfCalls(t *testing.T) {
+	w := newSandboxWorld(t, sandboxConfig, local.Config{})
+	ending := make([]session, 4)
+	for i := range ending {
+		ending[i] = w.session()
+		// Incompressible, so that archiving it takes a while.
+		w.exec(ending[i], "head -c 24000000 /dev/urandom > noise.bin")
+	}
+	busy := w.session()
+	body := `{"tool": "skill__helper__read", "input": {"path": "bin/hello.sh"}, "wait_seconds": 10}`
+	stop := make(chan struct{})
+	var calls, failed atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("POST", w.srv.URL+"/api/v1/sessions/"+busy.ID+"/tool_calls", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+busy.Token)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil || resp.StatusCode != 200 {
+					failed.Add(1)
+				} else {
+					calls.Add(1)
+				}
+				if resp != nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		})
+	}
+	for calls.Load() < 50 {
+		time.Sleep(time.Millisecond)
+	}
+	// Each next end comes while the sandbox of the one before is archived,
+	// and a hundred calls or so have happened since.
+	for _, s := range ending {
+		if st := w.api(w.owner, "POST", "/sessions/"+s.ID+"/end", nil, nil); st != 200 {
+			t.Fatalf("Session.end: %d", st)
+		}
+		for n := calls.Load() + 100; calls.Load() < n; {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; i < len(ending); {
+		if w.sandboxOf(ending[i]).State == "suspended" {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("20 s after its session ended (during %d calls), the sandbox of session %d of %d is still %s",
+				calls.Load(), i+1, len(ending), w.sandboxOf(ending[i]).State)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Errorf("%d of the burst's calls failed", failed.Load())
 	}
 }
 

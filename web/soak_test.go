@@ -91,9 +91,13 @@ func TestSoakMixedClients(t *testing.T) {
 					cs.Close()
 				}
 				// Ending the session suspends its sandbox: what a finished agent leaves.
-				if st := w.api(w.owner, "POST", "/sessions/"+s.ID+"/end", nil, nil); st != 200 {
+				start := time.Now()
+				if st, body := w.rawAPI(w.owner, "POST", "/sessions/"+s.ID+"/end", ""); st != 200 {
 					failed.Add(1)
-					firstErr.Do(func() { t.Errorf("client %d: Session.end: %d", i, st) })
+					took := time.Since(start)
+					firstErr.Do(func() {
+						t.Errorf("client %d: Session.end: %d %s after %s\nthe server logged:\n%s", i, st, body, took, serverErrors(f.logs.String()))
+					})
 				}
 			}()
 			for n := 0; time.Now().Before(deadline); n++ {
@@ -109,7 +113,9 @@ func TestSoakMixedClients(t *testing.T) {
 				calls.Add(1)
 				if err := kind.run(w, s, cs, n); err != nil {
 					failed.Add(1)
-					firstErr.Do(func() { t.Errorf("client %d, %s: %v", i, kind.name, err) })
+					firstErr.Do(func() {
+						t.Errorf("client %d, %s: %v\nthe server logged:\n%s", i, kind.name, err, serverErrors(f.logs.String()))
+					})
 				}
 			}
 		}()
@@ -250,6 +256,17 @@ func settle(t *testing.T, db *models.DB, before footprint) footprint {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// serverErrors is what the server logged at error level, for a failure's message.
+func serverErrors(log string) string {
+	var lines []string
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "level=ERROR") {
+			lines = append(lines, line)
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-20):], "")
 }
 
 func stacks() string {
