@@ -30,6 +30,19 @@ func (m *CodeMode) dispatch(ctx context.Context, c caller, parent, name string, 
 // JSON, as Volume.get, Sandbox.readFile) is its bytes, which the program
 // gets as the Uint8Array its type says ($.d.ts).
 func (m *CodeMode) answer(ctx context.Context, c caller, parent, name string, input json.RawMessage) (codemode.Answer, error) {
+	a, err := m.serveVerb(ctx, c, parent, name, input)
+	return a.Answer, err
+}
+
+// verbAnswer is a verb's answer with where it came from: a download's
+// route and media type, for a flat tool's result (downloadResult).
+type verbAnswer struct {
+	codemode.Answer
+	target    string // the route it was served at, "/api/v1/…"
+	mediaType string // its Content-Type
+}
+
+func (m *CodeMode) serveVerb(ctx context.Context, c caller, parent, name string, input json.RawMessage) (verbAnswer, error) {
 	v, ok := verbs.Get(name)
 	if !ok {
 		for _, w := range m.verbs() {
@@ -39,15 +52,16 @@ func (m *CodeMode) answer(ctx context.Context, c caller, parent, name string, in
 		}
 	}
 	if !ok || v.Body == verbs.BodyRaw {
-		return codemode.Answer{}, &codemode.CallError{Code: "unknown_verb", Status: 404, Message: "no verb " + name + " a program can call"}
+		return verbAnswer{}, &codemode.CallError{Code: "unknown_verb", Status: 404, Message: "no verb " + name + " a program can call"}
 	}
 	req, err := verbRequest(ctx, v, input)
 	if err != nil {
-		return codemode.Answer{}, err
+		return verbAnswer{}, err
 	}
+	target := req.URL.RequestURI()
 	w, err := m.serve(ctx, c, parent, req)
 	if err != nil {
-		return codemode.Answer{}, err
+		return verbAnswer{}, err
 	}
 	if w.status >= 300 {
 		var pr Problem
@@ -62,15 +76,15 @@ func (m *CodeMode) answer(ctx context.Context, c caller, parent, name string, in
 		if ce.Message == "" {
 			ce.Message = http.StatusText(w.status)
 		}
-		return codemode.Answer{}, ce
+		return verbAnswer{}, ce
 	}
 	if v.Output == nil && v.Method == http.MethodGet {
-		return codemode.Answer{Body: w.body.Bytes(), Bytes: true}, nil
+		return verbAnswer{Answer: codemode.Answer{Body: w.body.Bytes(), Bytes: true}, target: target, mediaType: w.header.Get("Content-Type")}, nil
 	}
 	if w.body.Len() == 0 {
-		return codemode.JSON(json.RawMessage("null")), nil
+		return verbAnswer{Answer: codemode.JSON(json.RawMessage("null"))}, nil
 	}
-	return codemode.JSON(w.body.Bytes()), nil
+	return verbAnswer{Answer: codemode.JSON(w.body.Bytes())}, nil
 }
 
 // serve runs req through the router as the caller, with the caller (and the

@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -321,16 +323,39 @@ func (m *CodeMode) callFlat(ctx context.Context, c caller, name string, args jso
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool " + name}
 	}
 	_ = held // a verb the token lacks is refused (and recorded) by the API route itself
-	raw, err := m.dispatch(ctx, c, "", name, args)
+	a, err := m.serveVerb(ctx, c, "", name, args)
 	if err != nil {
 		return toolError(callErrorText(name, err)), nil
 	}
+	if a.Bytes {
+		return m.downloadResult(a), nil
+	}
+	raw := a.Body
 	res := textResult(string(raw))
 	var obj map[string]any
 	if json.Unmarshal(raw, &obj) == nil {
 		res.StructuredContent = obj
 	}
 	return res, nil
+}
+
+// downloadResult is a download (Volume.get, Sandbox.readFile,
+// Archive.download) as a flat tool's result: text as text, and anything
+// else (an archive, an image, a file that is not UTF-8) as an embedded
+// resource's blob, which the protocol carries in base64, named by its
+// route. As text, its bytes would not survive: JSON replaces what is not
+// UTF-8.
+func (m *CodeMode) downloadResult(a verbAnswer) *mcp.CallToolResult {
+	body := a.Body
+	if utf8.Valid(body) && !bytes.ContainsRune(body, 0) {
+		return textResult(string(body))
+	}
+	mediaType := a.mediaType
+	if mediaType == "" || strings.HasPrefix(mediaType, "application/octet-stream") {
+		mediaType = http.DetectContentType(body)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+		URI: strings.TrimSuffix(m.h.BaseURL, "/") + a.target, MIMEType: mediaType, Blob: body}}}}
 }
 
 func textResult(s string) *mcp.CallToolResult {

@@ -48,3 +48,37 @@ return { small, big }`
 		}
 	}
 }
+
+// A flat token's Volume.get answers a text file as text, and any other
+// file whole, as an embedded resource's blob named by its route: as text,
+// bytes that are not UTF-8 would come back replaced.
+func TestFlatToolsDownloadAFileWhole(t *testing.T) {
+	f := newFnEnv(t)
+	w := f.volumeWorld(f.startVolumes(8<<20, 10, 32<<20), `{}`)
+	binary := "\x00\xff\xfe\x80 not text \xc3"
+	for path, body := range map[string]string{"notes/a%20b.txt": "plain words\n", "data.bin": binary} {
+		if st, out := w.put(w.s.Token, path, body); st != 200 {
+			t.Fatalf("Volume.put %s: %d %s", path, st, out)
+		}
+	}
+	var tok struct{ Token string }
+	if st := f.api(w.owner, "POST", "/tokens", map[string]any{"name": "flat", "expires": "1h", "tools": "flat"}, &tok); st != 201 {
+		t.Fatalf("Token.create tools flat: %d", st)
+	}
+	_, res := codeClient(t, w.env, tok.Token,
+		codeStep{"Volume.get", map[string]any{"session": w.s.ID, "path": "notes/a b.txt"}},
+		codeStep{"Volume.get", map[string]any{"session": w.s.ID, "path": "data.bin"}})
+	if res[0].IsError || res[0].Text != "plain words\n" || res[0].Resource != nil {
+		t.Errorf("the text file: %+v; want its text", res[0])
+	}
+	r := res[1].Resource
+	if res[1].IsError || r == nil {
+		t.Fatalf("the binary file: %+v; want an embedded resource", res[1])
+	}
+	if string(r.Blob) != binary {
+		t.Errorf("the binary file came back as %q; want %q", r.Blob, binary)
+	}
+	if want := w.srv.URL + "/api/v1/sessions/" + w.s.ID + "/volume/data.bin"; r.URI != want || r.MIMEType == "" {
+		t.Errorf("the resource is named %q (%s); want %q and a media type", r.URI, r.MIMEType, want)
+	}
+}

@@ -17,6 +17,13 @@ type codeLine struct {
 	IsError    bool            `json:"isError"`
 	Text       string          `json:"text"`
 	Structured json.RawMessage `json:"structured"`
+	// Resource is the first content's embedded resource, when it is one.
+	Resource *struct {
+		URI      string `json:"uri"`
+		MIMEType string `json:"mimeType"`
+		Blob     []byte `json:"blob"` // base64 on the wire
+		Text     string `json:"text"`
+	} `json:"resource"`
 	Code       int             `json:"code"`
 	Message    string          `json:"message"`
 }

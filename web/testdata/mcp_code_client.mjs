@@ -25,7 +25,8 @@ out({ type: 'tools', tools: tools.map(t => t.name) });
 for (const step of JSON.parse(steps)) {
   try {
     const r = await client.callTool(step, undefined, { timeout: 120000 });
-    out({ type: 'result', name: step.name, isError: !!r.isError, text: r.content?.[0]?.text ?? '', structured: r.structuredContent ?? null });
+    out({ type: 'result', name: step.name, isError: !!r.isError, text: r.content?.[0]?.text ?? '', structured: r.structuredContent ?? null,
+      resource: r.content?.[0]?.resource ?? null });
   } catch (e) {
     out({ type: 'error', name: step.name, code: e?.code, message: String(e?.message ?? e) });
   }
