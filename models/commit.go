@@ -9,17 +9,16 @@ import (
 	"gorm.io/gorm"
 )
 
-// commitPool is the connection pool under the prepared-statement cache. Its
-// transactions run what was registered during them (AfterCommit) once they
-// have committed: a cache emptied by a write inside a transaction must be
-// emptied again after the commit, or a read that ran between the write and
-// the commit (still seeing the old rows) could fill it with what the
-// transaction was replacing.
+// commitPool is the connection pool under gorm. Its transactions run what
+// was registered during them (AfterCommit) once they have committed: a
+// cache emptied by a write inside a transaction must be emptied again after
+// the commit, or a read that ran between the write and the commit (still
+// seeing the old rows) could fill it with what the transaction was
+// replacing. On SQLite its statements, and its transactions', run prepared
+// (stmts).
 type commitPool struct {
 	*sql.DB
-	// stmts, when set, has the transactions' statements prepared on the
-	// pool rather than on the transaction (poolStatements).
-	stmts *poolStatements
+	stmts *stmtCache // nil: statements run as the driver runs them (PostgreSQL)
 }
 
 // GetDBConn lets gorm's DB() find the *sql.DB under the wrapper.
@@ -34,21 +33,32 @@ func (p commitPool) BeginTx(ctx context.Context, opt *sql.TxOptions) (gorm.ConnP
 	return &commitTx{Tx: tx, stmts: p.stmts}, nil
 }
 
-type commitTx struct {
-	*sql.Tx
-	stmts *poolStatements
-	mu    sync.Mutex
-	after map[string]func()
-	// prepared are the statements gorm's cache had prepared through t
-	// (PrepareContext), settled in the cache when t ends.
-	prepared []preparedStmt
+func (p commitPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s := p.stmts.outside(ctx, query); s != nil {
+		return s.ExecContext(ctx, args...)
+	}
+	return p.DB.ExecContext(ctx, query, args...)
 }
 
-// preparedStmt is one statement prepared through a transaction.
-type preparedStmt struct {
-	query string
-	stmt  *sql.Stmt
-	onTx  bool // prepared on the transaction alone (no connection was free)
+func (p commitPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := p.stmts.outside(ctx, query); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return p.DB.QueryContext(ctx, query, args...)
+}
+
+func (p commitPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if s := p.stmts.outside(ctx, query); s != nil {
+		return s.QueryRowContext(ctx, args...)
+	}
+	return p.DB.QueryRowContext(ctx, query, args...)
+}
+
+type commitTx struct {
+	*sql.Tx
+	stmts *stmtCache
+	mu    sync.Mutex
+	after map[string]func()
 }
 
 func (t *commitTx) Commit() error {
@@ -57,7 +67,6 @@ func (t *commitTx) Commit() error {
 	after := t.after
 	t.after = nil
 	t.mu.Unlock()
-	t.settle()
 	if err == nil {
 		for _, f := range after {
 			f()
@@ -70,119 +79,146 @@ func (t *commitTx) Rollback() error {
 	t.mu.Lock()
 	t.after = nil
 	t.mu.Unlock()
-	err := t.Tx.Rollback()
-	t.settle()
-	return err
+	return t.Tx.Rollback()
 }
 
-// PrepareContext is what gorm's statement cache calls for a statement it
-// first meets inside a transaction (poolStatements). gorm runs what it
-// returns only through Tx.StmtContext, on the transaction's connection.
-func (t *commitTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	if t.stmts == nil {
-		return t.Tx.PrepareContext(ctx, query)
+func (t *commitTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s := t.stmts.inside(ctx, query); s != nil {
+		return t.Tx.StmtContext(ctx, s).ExecContext(ctx, args...)
 	}
-	s, ok := t.stmts.onPool(ctx, query)
-	if !ok {
-		var err error
-		if s, err = t.Tx.PrepareContext(ctx, query); err != nil {
-			return nil, err
-		}
+	return t.Tx.ExecContext(ctx, query, args...)
+}
+
+func (t *commitTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := t.stmts.inside(ctx, query); s != nil {
+		return t.Tx.StmtContext(ctx, s).QueryContext(ctx, args...)
 	}
-	t.mu.Lock()
-	t.prepared = append(t.prepared, preparedStmt{query: query, stmt: s, onTx: !ok})
-	t.mu.Unlock()
-	return s, nil
+	return t.Tx.QueryContext(ctx, query, args...)
 }
 
-// settle tells gorm's cache about the statements prepared through t, now
-// that t has ended (poolStatements.settle).
-func (t *commitTx) settle() {
-	t.mu.Lock()
-	prepared := t.prepared
-	t.prepared = nil
-	t.mu.Unlock()
-	if len(prepared) > 0 {
-		t.stmts.settle(prepared)
+func (t *commitTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if s := t.stmts.inside(ctx, query); s != nil {
+		return t.Tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
 	}
+	return t.Tx.QueryRowContext(ctx, query, args...)
 }
 
-// poolStatements makes gorm's statement cache keep what a transaction
-// prepares (SQLite).
+// stmtCache keeps SQLite's statements prepared: one *sql.Stmt per text,
+// which database/sql prepares on each connection the first time it runs
+// there and keeps, for the pool and its transactions alike (through
+// Tx.StmtContext). On modernc.org/sqlite a statement run unprepared is
+// parsed and finalized each time: a fifth of a write's CPU.
 //
-// gorm's cache (PrepareStmt) prepares a statement it first meets inside a
-// transaction on that transaction, and database/sql closes such a
-// statement when the transaction ends. The cache keeps the closed
-// statement, so every later transaction compiled the same text again (on
-// modernc.org/sqlite, a parse and a finalize per statement: a sixth of a
-// call record's CPU). A statement prepared on the pool instead belongs to
-// no transaction: database/sql prepares it on each connection a
-// transaction runs it on (the first time, on the pool's connection too)
-// and keeps it there as long as the cache keeps the statement.
+// It replaces gorm's cache (PrepareStmt), under which the transaction
+// holding SQLite's write lock could wait on other goroutines. gorm cached a
+// statement first met outside a transaction before preparing it, and
+// prepared it once a connection was free; whoever met the same text
+// meanwhile waited for it, the transaction holding the lock among them, and
+// the pool's other connections could all be writers waiting for that very
+// lock. Nothing moved until one of them gave up at the busy timeout (10 s)
+// with SQLITE_BUSY, failing its verb with a 500 (the soak test, once in CI).
 //
-// gorm marks a statement first met in a transaction as for transactions
-// only, and a statement outside any would prepare the same text again and
-// put it in its place without closing the first. Once the transaction has
-// ended, a statement prepared on the pool is marked for any use.
-//
-// Preparing on the pool needs a connection other than the transaction's.
-// When the pool has none free (every connection in a transaction, perhaps
-// waiting for this one's lock), waiting could deadlock, so the statement is
-// prepared on the transaction as before, and dropped from the cache when
-// the transaction ends so that a later one prepares it on the pool.
-type poolStatements struct {
-	db *sql.DB
-	// cache is gorm's, set once the prepared session exists.
-	cache *gorm.PreparedStmtDB
+// Here nobody waits for another's preparation: a statement is cached once
+// prepared; outside a transaction a caller with a new text prepares it
+// itself, holding no connection while it waits for one; inside one, a new
+// text is prepared on the pool only if a connection is free at once, and
+// otherwise runs unprepared on the transaction.
+type stmtCache struct {
+	db    *sql.DB
+	mu    sync.RWMutex
+	stmts map[string]*sql.Stmt
 }
 
-// poolPrepareWait bounds the wait for a connection to prepare on, for the
-// moment between seeing one free and taking it, when another may take it
-// first. (A connection the pool opens for it is opened whole: that takes
-// no lock another connection holds, in WAL mode.)
+// stmtCacheMax bounds the statements kept: queries built with lists of
+// varying length each make their own. Beyond it, new texts run unprepared.
+const stmtCacheMax = 512
+
+// poolPrepareWait bounds a transaction's wait for a connection to prepare a
+// new statement on, for the moment between seeing one free and taking it,
+// when another may take it first. (A connection the pool opens for it is
+// opened whole: that takes no lock another connection holds, in WAL mode.)
 const poolPrepareWait = 20 * time.Millisecond
 
-// onPool prepares query on the pool when a connection is free for it.
-func (p *poolStatements) onPool(ctx context.Context, query string) (*sql.Stmt, bool) {
-	st := p.db.Stats()
+func newStmtCache(db *sql.DB) *stmtCache {
+	return &stmtCache{db: db, stmts: map[string]*sql.Stmt{}}
+}
+
+func (c *stmtCache) get(query string) (*sql.Stmt, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s := c.stmts[query]
+	return s, s != nil || len(c.stmts) >= stmtCacheMax
+}
+
+// outside is the statement for query run outside a transaction, prepared
+// now if it is new; nil runs the text unprepared (the cache is full, or the
+// preparation failed: run as is, the query reports its own error).
+func (c *stmtCache) outside(ctx context.Context, query string) *sql.Stmt {
+	if c == nil {
+		return nil
+	}
+	if s, known := c.get(query); known {
+		return s
+	}
+	s, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	return c.keep(query, s)
+}
+
+// inside is the statement for query run in a transaction: a new one is
+// prepared on the pool only when a connection is free for it, since
+// waiting for one could wait for this very transaction; nil runs the text
+// unprepared on the transaction.
+func (c *stmtCache) inside(ctx context.Context, query string) *sql.Stmt {
+	if c == nil {
+		return nil
+	}
+	if s, known := c.get(query); known {
+		return s
+	}
+	st := c.db.Stats()
 	if st.Idle == 0 && st.MaxOpenConnections > 0 && st.OpenConnections >= st.MaxOpenConnections {
-		return nil, false
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, poolPrepareWait)
 	defer cancel()
-	s, err := p.db.PrepareContext(ctx, query)
+	s, err := c.db.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, false
+		return nil
 	}
-	return s, true
+	return c.keep(query, s)
 }
 
-// settle marks the statements of an ended transaction that gorm's cache
-// still holds: one prepared on the pool for any use, one prepared on the
-// transaction (closed with it) dropped, so the next use prepares it again.
-// A statement prepared on the pool that the cache no longer holds (a
-// statement outside any transaction took its place meanwhile, without
-// closing it) is closed; database/sql finalizes it once the transactions
-// still running it are done. Under the cache's lock, the one its own
-// preparations take to add a statement: what is compared is what gets
-// changed.
-func (p *poolStatements) settle(prepared []preparedStmt) {
-	if p.cache == nil {
+// keep caches s for query and returns the statement to run: the one
+// another caller kept first (s is closed), or nil when the cache filled up
+// meanwhile (s is closed, the text runs unprepared).
+func (c *stmtCache) keep(query string, s *sql.Stmt) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kept := c.stmts[query]; kept != nil {
+		_ = s.Close()
+		return kept
+	}
+	if len(c.stmts) >= stmtCacheMax {
+		_ = s.Close()
+		return nil
+	}
+	c.stmts[query] = s
+	return s
+}
+
+// close closes every kept statement, with the pool.
+func (c *stmtCache) close() {
+	if c == nil {
 		return
 	}
-	p.cache.Mux.Lock()
-	defer p.cache.Mux.Unlock()
-	for _, ps := range prepared {
-		cached, ok := p.cache.Stmts.Get(ps.query)
-		held := ok && cached.Stmt == ps.stmt
-		switch {
-		case held && ps.onTx:
-			p.cache.Stmts.Delete(ps.query)
-		case held:
-			cached.Transaction = false
-		case !ps.onTx:
-			_ = ps.stmt.Close()
-		}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for q, s := range c.stmts {
+		_ = s.Close()
+		delete(c.stmts, q)
 	}
 }
 
@@ -194,14 +230,8 @@ func AfterCommit(db *gorm.DB, key string, f func()) bool {
 	if db == nil || db.Statement == nil {
 		return false
 	}
-	var t *commitTx
-	switch pool := db.Statement.ConnPool.(type) {
-	case *gorm.PreparedStmtTX:
-		t, _ = pool.Tx.(*commitTx)
-	case *commitTx:
-		t = pool
-	}
-	if t == nil {
+	t, ok := db.Statement.ConnPool.(*commitTx)
+	if !ok {
 		return false
 	}
 	t.mu.Lock()

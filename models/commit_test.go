@@ -3,7 +3,7 @@ package models
 import (
 	"context"
 	"database/sql"
-	"strings"
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,30 +39,30 @@ func countInTx(t *testing.T, db *DB) {
 	}
 }
 
-// cachedStatement is what gorm's cache holds for query, run outside any
-// transaction: an error when the cache holds a statement database/sql
-// closed (one every later transaction must prepare again).
+// cachedStatement is the statement the cache holds for query, run outside
+// any transaction (an error when it no longer runs).
 func cachedStatement(t *testing.T, db *DB, query string) (stmt *sql.Stmt, err error) {
 	t.Helper()
-	cache, ok := db.Statement.ConnPool.(*gorm.PreparedStmtDB)
-	if !ok {
-		t.Fatalf("the SQLite handle has no statement cache: %T", db.Statement.ConnPool)
+	if db.stmts == nil {
+		t.Fatal("the SQLite handle has no statement cache")
 	}
-	st, ok := cache.Stmts.Get(query)
-	if !ok {
+	db.stmts.mu.RLock()
+	st := db.stmts.stmts[query]
+	db.stmts.mu.RUnlock()
+	if st == nil {
 		return nil, nil
 	}
 	var n int64
-	return st.Stmt, st.Stmt.QueryRow("none").Scan(&n)
+	return st, st.QueryRow("none").Scan(&n)
 }
 
-// keptStatement is the statement gorm's cache holds for agentCountQuery,
+// keptStatement is the statement the cache holds for agentCountQuery,
 // which must be there and still run; when names the moment, for the error.
 func keptStatement(t *testing.T, db *DB, when string) *sql.Stmt {
 	t.Helper()
 	st, err := cachedStatement(t, db, agentCountQuery)
 	if st == nil {
-		t.Fatalf("%s, the statement is not in gorm's cache", when)
+		t.Fatalf("%s, the statement is not in the cache", when)
 	}
 	if err != nil {
 		t.Fatalf("%s, the cached statement no longer runs: %v", when, err)
@@ -91,10 +91,9 @@ func idleConnections(t *testing.T, db *DB, n int) {
 	}
 }
 
-// A statement gorm first meets inside a transaction stays prepared for the
-// next transactions (issue 11): before, it was prepared on the transaction,
-// closed at its commit and kept closed in the cache, so every later
-// transaction compiled its SQL again.
+// A statement first met inside a transaction stays prepared for the next
+// transactions and for the same text outside any (issue 11): compiled
+// once, not at every call.
 func TestStatementFirstMetInATransactionStaysPrepared(t *testing.T) {
 	db := openSQLiteForTest(t)
 	idleConnections(t, db, 2)
@@ -104,23 +103,20 @@ func TestStatementFirstMetInATransactionStaysPrepared(t *testing.T) {
 	if again := keptStatement(t, db, "after a second transaction"); again != first {
 		t.Fatal("a second transaction prepared the statement again")
 	}
-	// The same text outside a transaction takes the same statement: gorm
-	// would otherwise prepare another and put it in the first's place
-	// without closing the first.
 	var n int64
 	if err := db.Raw(agentCountQuery, "none").Scan(&n).Error; err != nil {
 		t.Fatal(err)
 	}
 	if outside, _ := cachedStatement(t, db, agentCountQuery); outside != first {
-		t.Fatal("the statement outside a transaction was prepared again, and the first left open")
+		t.Fatal("the statement outside a transaction was prepared again")
 	}
 }
 
 // With every other connection of the pool taken, a transaction's new
-// statement is prepared on the transaction at once (waiting for a free
-// connection could wait for this very transaction) and dropped from the
-// cache when the transaction ends; the next transaction, with connections
-// free again, prepares it on the pool and keeps it.
+// statement runs at once, unprepared (waiting for a free connection could
+// wait for this very transaction), and is not cached; the next
+// transaction, with connections free again, prepares it on the pool and
+// keeps it.
 func TestStatementPreparedWithThePoolFull(t *testing.T) {
 	db := openSQLiteForTest(t)
 	sqlDB, err := db.DB.DB()
@@ -152,7 +148,7 @@ func TestStatementPreparedWithThePoolFull(t *testing.T) {
 		t.Fatal("a transaction with the pool full waited for a free connection to prepare a statement on")
 	}
 	if st, _ := cachedStatement(t, db, agentCountQuery); st != nil {
-		t.Fatal("the statement prepared on the transaction alone is still in the cache after it ended")
+		t.Fatal("the statement run with the pool full was cached")
 	}
 	for _, c := range held {
 		c.Close()
@@ -161,40 +157,132 @@ func TestStatementPreparedWithThePoolFull(t *testing.T) {
 	keptStatement(t, db, "with connections free again")
 }
 
-// A statement prepared on the pool inside a transaction that the same text
-// outside any transaction replaced in gorm's cache meanwhile (gorm keeps
-// one marked for transactions only from statements outside them, and puts
-// the new one in its place without closing the first) is closed when the
-// transaction ends, not left open on every connection.
-func TestStatementReplacedDuringItsTransactionIsClosed(t *testing.T) {
+// The cache keeps at most stmtCacheMax statements; texts beyond run
+// unprepared, and right.
+func TestStatementCacheIsBounded(t *testing.T) {
 	db := openSQLiteForTest(t)
-	idleConnections(t, db, 3)
-	cache := db.Statement.ConnPool.(*gorm.PreparedStmtDB)
-	var first *sql.Stmt
-	err := db.Transaction(func(tx *gorm.DB) error {
+	for i := range stmtCacheMax + 20 {
 		var n int64
-		if err := tx.Raw(agentCountQuery, "none").Scan(&n).Error; err != nil {
-			return err
+		q := fmt.Sprintf("SELECT count(*) + %d FROM agents WHERE name = ?", i)
+		if err := db.Raw(q, "none").Scan(&n).Error; err != nil || n != int64(i) {
+			t.Fatalf("statement %d: %d, %v", i, n, err)
 		}
-		st, ok := cache.Stmts.Get(agentCountQuery)
-		if !ok {
-			t.Error("the statement run in the transaction is not in gorm's cache")
-			return nil
-		}
-		first = st.Stmt
-		return db.Raw(agentCountQuery, "none").Scan(&n).Error
-	})
+	}
+	if n := len(db.stmts.stmts); n != stmtCacheMax {
+		t.Fatalf("the cache holds %d statements; want %d", n, stmtCacheMax)
+	}
+}
+
+// The transaction holding SQLite's write lock never waits on another
+// goroutine's statement. Under gorm's cache it did: a statement first met
+// outside a transaction was cached before it was prepared, and prepared
+// once a connection was free; the transaction meeting the same text waited
+// for it, as did every goroutine behind the cache's lock, while the pool's
+// other connections were writers waiting in BEGIN IMMEDIATE for that very
+// lock. Nothing moved until a writer gave up at the busy timeout (10 s)
+// with SQLITE_BUSY: Session.end's 500 in a CI soak.
+func TestTransactionNeverWaitsForAStatementPreparedOutsideIt(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		outside      bool // a read outside any transaction waits for a connection
+		sameAsOthers bool // the transaction runs the text that read is preparing
+	}{
+		{"without a read outside a transaction", false, false},
+		{"the transaction running the text a read outside prepares", true, true},
+		{"the transaction running another text", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) { transactionAmongWaiters(t, c.outside, c.sameAsOthers) })
+	}
+}
+
+func transactionAmongWaiters(t *testing.T, outsideRead, same bool) {
+	db := openSQLiteForTest(t)
+	sqlDB, err := db.DB.DB()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first == nil {
-		t.FailNow()
-	}
-	if kept := keptStatement(t, db, "after the transaction"); kept == first {
-		t.Fatal("the statement outside the transaction did not replace the transaction's: the test sets nothing up")
-	}
+	const fresh = "SELECT count(*) FROM agents WHERE name = ? /* first met while the pool is full */"
+	const known = "SELECT count(*) FROM agents WHERE id = ? /* met long before */"
+	ctx := context.Background()
 	var n int64
-	if err := first.QueryRow("none").Scan(&n); err == nil || !strings.Contains(err.Error(), "closed") {
-		t.Fatalf("the replaced statement still runs after its transaction (err %v): left open", err)
+	if err := db.Raw(known, "w").Scan(&n).Error; err != nil {
+		t.Fatal(err)
 	}
+	tQuery := known
+	if same {
+		tQuery = fresh
+	}
+
+	// T: a transaction (BEGIN IMMEDIATE: it holds the write lock).
+	holding, next := make(chan struct{}), make(chan struct{})
+	tDone := make(chan error, 1)
+	go func() {
+		tDone <- db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			close(holding)
+			<-next
+			var n int64
+			return tx.Raw(tQuery, "x").Scan(&n).Error
+		})
+	}()
+	<-holding
+
+	// Writers take the pool's other connections and wait in BEGIN IMMEDIATE
+	// for T's lock, sleeping in SQLite's busy handler.
+	type outcome struct {
+		err  error
+		took time.Duration
+	}
+	writers := make(chan outcome, 3)
+	for range 3 {
+		go func() {
+			start := time.Now()
+			err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return nil })
+			writers <- outcome{err, time.Since(start)}
+		}()
+	}
+	waitUntil(t, "the pool's 4 connections in use", func() bool { return sqlDB.Stats().InUse == 4 })
+
+	if outsideRead {
+		// Reads outside any transaction meet new texts and wait for a
+		// connection to run (and prepare) them on.
+		waits := sqlDB.Stats().WaitCount
+		for _, q := range []string{fresh, fresh, "SELECT count(*) FROM agents WHERE description = ? /* another */"} {
+			go func() {
+				var n int64
+				_ = db.WithContext(ctx).Raw(q, "y").Scan(&n).Error
+			}()
+		}
+		waitUntil(t, "the reads to wait for a connection", func() bool { return sqlDB.Stats().WaitCount >= waits+3 })
+	}
+
+	start := time.Now()
+	close(next)
+	select {
+	case err := <-tDone:
+		if err != nil {
+			t.Fatalf("the transaction: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the transaction is still waiting after 15 s")
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the transaction holding the write lock took %s to run one statement: it waited for others", took.Round(time.Millisecond))
+	}
+	for range 3 {
+		if w := <-writers; w.err != nil {
+			t.Errorf("a writer waiting for the lock failed after %s: %v", w.took.Round(time.Millisecond), w.err)
+		}
+	}
+}
+
+// waitUntil waits (up to 5 s) for ok, then a moment more for the waiters
+// to settle in their wait.
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
 }

@@ -43,6 +43,7 @@ type DB struct {
 	// synchronous_commit off (NoFlushWait).
 	noFlushWait    *gorm.DB
 	noFlushWaitSQL *sql.DB
+	stmts          *stmtCache // SQLite's prepared statements
 }
 
 // NoFlushWait is the database for writes whose commit need not wait for
@@ -78,47 +79,35 @@ func (d *DB) withNoFlushWait(url string) error {
 
 // Statements are prepared once per connection and kept, so a call's queries
 // are not parsed again on every call (on the pure-Go SQLite driver parsing
-// was a fifth of a write's CPU). The cache is bounded: queries built with
-// lists of varying length each make their own statement.
-const (
-	pgIdleConns    = 16
-	prepareStmtMax = 512
-	prepareStmtTTL = time.Hour
-)
+// was a fifth of a write's CPU).
+const pgIdleConns = 16
 
-// prepared wraps a freshly opened database: DB prepares, plain does not.
+// prepared wraps a freshly opened database in the pool that runs code after
+// commits (commit.go); on SQLite its statements run prepared.
 //
 // On PostgreSQL the driver (pgx) already prepares every statement once per
 // connection and keeps it (its statement cache, 512 a connection), inside
-// transactions too. gorm's cache on top of it prepared a statement it first
-// met inside a transaction on that transaction (database/sql closes such a
-// statement at the commit), so every later transaction prepared it again
-// and closed it: two round trips more per statement, six per call. So
-// PostgreSQL does without gorm's cache. On SQLite, modernc.org/sqlite keeps
-// the compiled statement of a prepared one (since v1.41; glebarez's fork of
-// v1.23 compiled its text again at every execution), so there gorm's cache
-// is what spares the parse, transactions' statements included since they
-// are prepared on the pool (poolStatements, commit.go).
+// transactions too. On SQLite, modernc.org/sqlite keeps the compiled
+// statement of a prepared one (since v1.41), so there the pool's statement
+// cache (stmtCache) is what spares the parse, transactions' statements
+// included.
 func prepared(db *gorm.DB, d Dialect) *DB {
-	var stmts *poolStatements
-	if sqlDB, err := db.DB(); err == nil {
-		// The pool's transactions can run code after their commit
-		// (commit.go); plain's statements keep the bare *sql.DB.
-		if d == SQLite {
-			stmts = &poolStatements{db: sqlDB}
-		}
-		db.Config.ConnPool = commitPool{DB: sqlDB, stmts: stmts}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return &DB{DB: db, Dialect: d, plain: db}
 	}
-	if d == Postgres {
-		s := db.Session(&gorm.Session{NewDB: true})
-		s.Statement.ConnPool = db.Config.ConnPool
-		return &DB{DB: s, Dialect: d, plain: db}
+	pool := commitPool{DB: sqlDB}
+	if d == SQLite {
+		pool.stmts = newStmtCache(sqlDB)
 	}
-	s := db.Session(&gorm.Session{PrepareStmt: true, NewDB: true})
-	if stmts != nil {
-		stmts.cache, _ = s.Statement.ConnPool.(*gorm.PreparedStmtDB)
-	}
-	return &DB{DB: s, Dialect: d, plain: db}
+	db.Config.ConnPool = pool
+	// A Context makes Session copy the Statement: without it the new handle
+	// shares db's, and setting its pool would give plain the statement
+	// cache too (a migration file, several statements, cannot be prepared
+	// as one).
+	s := db.Session(&gorm.Session{NewDB: true, Context: context.Background()})
+	s.Statement.ConnPool = pool
+	return &DB{DB: s, Dialect: d, plain: db, stmts: pool.stmts}
 }
 
 // Open connects to url when it is set (postgres:// or postgresql://), else to
@@ -127,7 +116,7 @@ func Open(dataDir, url string) (*DB, error) {
 	// SkipDefaultTransaction: a single write is atomic on its own; the
 	// writes that belong together run in an explicit transaction.
 	cfg := &gorm.Config{Logger: logger.Discard, NowFunc: func() time.Time { return time.Now().UTC() },
-		SkipDefaultTransaction: true, PrepareStmtMaxSize: prepareStmtMax, PrepareStmtTTL: prepareStmtTTL}
+		SkipDefaultTransaction: true}
 	if url != "" {
 		if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
 			return nil, fmt.Errorf("models: database-url must start with postgres:// or postgresql://")
@@ -229,5 +218,6 @@ func (d *DB) Close() error {
 	if d.noFlushWaitSQL != nil {
 		_ = d.noFlushWaitSQL.Close()
 	}
+	d.stmts.close()
 	return sqlDB.Close()
 }
