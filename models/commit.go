@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,7 +144,12 @@ func newStmtCache(db *sql.DB) *stmtCache {
 	return &stmtCache{db: db, stmts: map[string]*sql.Stmt{}}
 }
 
+// get is the statement kept for query, and whether to run query without
+// preparing one now (kept, the cache full, or a text not worth keeping).
 func (c *stmtCache) get(query string) (*sql.Stmt, bool) {
+	if !cacheable(query) {
+		return nil, true
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	s := c.stmts[query]
@@ -192,21 +198,38 @@ func (c *stmtCache) inside(ctx context.Context, query string) *sql.Stmt {
 }
 
 // keep caches s for query and returns the statement to run: the one
-// another caller kept first (s is closed), or nil when the cache filled up
-// meanwhile (s is closed, the text runs unprepared).
+// another caller kept first, or nil when the cache is full (the text runs
+// unprepared). s, when not kept, is closed in the background: closing
+// takes the lock of every connection it was prepared on, which a writer
+// waiting for SQLite's write lock may hold for the busy timeout, and the
+// caller may be the transaction holding that lock.
 func (c *stmtCache) keep(query string, s *sql.Stmt) *sql.Stmt {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if kept := c.stmts[query]; kept != nil {
-		_ = s.Close()
-		return kept
+	kept := c.stmts[query]
+	if kept == nil && len(c.stmts) < stmtCacheMax {
+		c.stmts[query] = s
+		kept = s
 	}
-	if len(c.stmts) >= stmtCacheMax {
-		_ = s.Close()
-		return nil
+	c.mu.Unlock()
+	if kept != s {
+		go s.Close()
 	}
-	c.stmts[query] = s
-	return s
+	return kept
+}
+
+// cacheable says whether query is worth a place in the cache: what the
+// server asks again and again (SELECT, INSERT, UPDATE, DELETE, WITH), not
+// a savepoint's unique name nor a one-off statement of a schema.
+func cacheable(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n(")
+	if len(q) < 6 {
+		return false
+	}
+	switch strings.ToUpper(q[:6]) {
+	case "SELECT", "INSERT", "UPDATE", "DELETE", "REPLAC":
+		return true
+	}
+	return strings.EqualFold(q[:5], "WITH ")
 }
 
 // close closes every kept statement, with the pool.
@@ -215,10 +238,11 @@ func (c *stmtCache) close() {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for q, s := range c.stmts {
+	stmts := c.stmts
+	c.stmts = map[string]*sql.Stmt{}
+	c.mu.Unlock()
+	for _, s := range stmts {
 		_ = s.Close()
-		delete(c.stmts, q)
 	}
 }
 

@@ -286,3 +286,91 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 	}
 	time.Sleep(50 * time.Millisecond)
 }
+
+// A caller that loses the race to prepare a new text never holds up the
+// cache: the statement it prepared is closed in the background. Closing it
+// takes the lock of the connection it was prepared on, which a writer
+// waiting in BEGIN IMMEDIATE for SQLite's write lock holds for up to the
+// busy timeout; under the cache's lock, that had the transaction holding
+// the write lock wait 10 s for its next statement, and the writer fail.
+func TestLosingARaceToPrepareNeverHoldsUpTheCache(t *testing.T) {
+	db := openSQLiteForTest(t)
+	sqlDB, err := db.DB.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const q = "SELECT count(*) FROM agents WHERE name = ? /* prepared twice at once */"
+	first, err := sqlDB.PrepareContext(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db.stmts.keep(q, first) != first {
+		t.Fatal("the first statement was not kept")
+	}
+
+	// T holds the write lock and, once let go, runs a statement.
+	holding, next := make(chan struct{}), make(chan struct{})
+	tDone := make(chan error, 1)
+	go func() {
+		tDone <- db.Transaction(func(tx *gorm.DB) error {
+			close(holding)
+			<-next
+			var n int64
+			return tx.Raw(agentCountQuery, "none").Scan(&n).Error
+		})
+	}()
+	<-holding
+	var held []*sql.Conn
+	for sqlDB.Stats().InUse < 3 {
+		c, err := sqlDB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	// The loser is prepared on the last free connection, which a writer
+	// then takes to wait for T's lock.
+	loser, err := sqlDB.PrepareContext(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wDone := make(chan error, 1)
+	go func() { wDone <- db.Transaction(func(tx *gorm.DB) error { return nil }) }()
+	waitUntil(t, "the writer to wait for the lock", func() bool { return sqlDB.Stats().InUse == 4 })
+
+	start := time.Now()
+	if got := db.stmts.keep(q, loser); got != first {
+		t.Fatal("the loser's statement took the place of the one kept first")
+	}
+	close(next)
+	if err := <-tDone; err != nil {
+		t.Fatalf("the transaction: %v", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("keeping the loser and the transaction's next statement took %s: the cache waited for the writer", took.Round(time.Millisecond))
+	}
+	if err := <-wDone; err != nil {
+		t.Errorf("the writer waiting for the lock failed: %v", err)
+	}
+}
+
+// Savepoints (a unique name each) and statements of a schema take no place
+// in the cache: only what the server asks again and again does.
+func TestOnlyRepeatedStatementsAreCached(t *testing.T) {
+	for q, want := range map[string]bool{
+		"SELECT 1": true, " insert into x values (1)": true, "UPDATE x SET a = 1": true, "DELETE FROM x": true,
+		"WITH a AS (SELECT 1) SELECT * FROM a": true, "REPLACE INTO x VALUES (1)": true,
+		"SAVEPOINT sp8231": false, "RELEASE SAVEPOINT sp8231": false, "ROLLBACK TO SAVEPOINT sp1": false,
+		"DROP TABLE x": false, "ANALYZE": false, "": false,
+	} {
+		if got := cacheable(q); got != want {
+			t.Errorf("cacheable(%q) = %v; want %v", q, got, want)
+		}
+	}
+}
