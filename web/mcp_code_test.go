@@ -24,8 +24,8 @@ type codeLine struct {
 		Blob     []byte `json:"blob"` // base64 on the wire
 		Text     string `json:"text"`
 	} `json:"resource"`
-	Code       int             `json:"code"`
-	Message    string          `json:"message"`
+	Code    int    `json:"code"`
+	Message string `json:"message"`
 }
 
 type codeStep struct {
