@@ -207,35 +207,17 @@ func (r *Runtime) relaySandboxEvents(ctx context.Context, mgr *sandbox.Manager) 
 func (r *Runtime) suspendOnSessionEnd(ctx context.Context, mgr *sandbox.Manager) {
 	events, unsubscribe := r.Subscribe()
 	defer unsubscribe()
-	var (
-		mu      sync.Mutex
-		pending []string
-	)
-	wake := make(chan struct{}, 1)
-	quit, done := make(chan struct{}), make(chan struct{})
-	defer func() { close(quit); <-done }()
+	ended := make(chan string, maxPendingSuspensions)
+	done := make(chan struct{})
+	defer func() { close(ended); <-done }()
 	go func() {
 		defer close(done)
-		for {
-			select {
-			case <-ctx.Done():
+		for id := range ended {
+			if ctx.Err() != nil {
 				return
-			case <-quit:
-				return
-			case <-wake:
 			}
-			for ctx.Err() == nil {
-				mu.Lock()
-				if len(pending) == 0 {
-					mu.Unlock()
-					break
-				}
-				id := pending[0]
-				pending = pending[1:]
-				mu.Unlock()
-				if err := r.suspendSession(ctx, mgr, id); err != nil {
-					r.opts.Log.Error("runtime: suspend the sandboxes of an ended session", "session", id, "err", err)
-				}
+			if err := r.suspendSession(ctx, mgr, id); err != nil {
+				r.opts.Log.Error("runtime: suspend the sandboxes of an ended session", "session", id, "err", err)
 			}
 		}
 	}()
@@ -250,14 +232,9 @@ func (r *Runtime) suspendOnSessionEnd(ctx context.Context, mgr *sandbox.Manager)
 			if e.Kind != "session" || e.State != SessionEnded {
 				continue
 			}
-			mu.Lock()
-			if len(pending) < maxPendingSuspensions {
-				pending = append(pending, e.SessionID)
-			}
-			mu.Unlock()
 			select {
-			case wake <- struct{}{}:
-			default:
+			case ended <- e.SessionID:
+			default: // SandboxTick suspends it
 			}
 		}
 	}
@@ -265,7 +242,7 @@ func (r *Runtime) suspendOnSessionEnd(ctx context.Context, mgr *sandbox.Manager)
 
 // maxPendingSuspensions bounds the ended sessions waiting for their
 // sandboxes to be suspended; beyond it SandboxTick suspends them.
-const maxPendingSuspensions = 10000
+const maxPendingSuspensions = 1024
 
 // suspendEnded suspends running sandboxes whose session has ended.
 func (r *Runtime) suspendEnded(ctx context.Context, mgr *sandbox.Manager) error {
