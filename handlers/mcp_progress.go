@@ -163,6 +163,15 @@ func (w *callWatch) report(reqCtx context.Context, ss *mcp.ServerSession, token 
 				status = e.State
 				heartbeat()
 			}
+			if e.Resync() {
+				// Events were lost: the call's status is read again.
+				if id := w.sink.Call(); id != "" {
+					if st, err := w.m.h.RT.CallStatus(w.ctx, id); err == nil && st != status {
+						status = st
+						heartbeat()
+					}
+				}
+			}
 		case <-tick.C:
 			if status == "" {
 				// The recording event may have been missed (a full subscriber).

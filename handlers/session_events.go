@@ -28,6 +28,9 @@ import (
 const (
 	sseHeartbeat = 15 * time.Second
 	sseSettle    = 50 * time.Millisecond
+	// sseResyncSettle spaces the re-reads a page makes because it fell
+	// behind (runtime.Event.Resync).
+	sseResyncSettle = time.Second
 )
 
 // SessionEvents streams the session page's live parts as server-sent events,
@@ -209,8 +212,14 @@ func (s *sseStream) await(cx context.Context, events <-chan runtime.Event, beat 
 			if !ok {
 				return false
 			}
+			// A resync: events were lost, so whatever the page shows is
+			// re-read, at most once a second (a page falls behind when
+			// events come faster than it re-reads).
+			if ev.Resync() {
+				return s.settle(cx, events, sseResyncSettle)
+			}
 			if matters(ev) {
-				return s.settle(cx, events)
+				return s.settle(cx, events, sseSettle)
 			}
 		}
 	}
@@ -219,8 +228,8 @@ func (s *sseStream) await(cx context.Context, events <-chan runtime.Event, beat 
 // settle lets an update go: at once when the last one is older than the
 // window, else at the window's end. Either way the events already queued
 // are taken first, as the re-read that follows covers them.
-func (s *sseStream) settle(cx context.Context, events <-chan runtime.Event) bool {
-	if wait := sseSettle - time.Since(s.pushed); wait > 0 {
+func (s *sseStream) settle(cx context.Context, events <-chan runtime.Event, window time.Duration) bool {
+	if wait := window - time.Since(s.pushed); wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
 	window:

@@ -1,12 +1,15 @@
 package runtime
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Event tells subscribers that something changed: a tool call finished, an
 // approval was asked or decided. Subscribers re-read the record; the event
 // carries only what they need to decide whether to.
 type Event struct {
-	Kind      string // call, approval
+	Kind      string // call, call_output, approval, session, sandbox, volume, EventAccess, EventResync
 	ID        string
 	SessionID string
 	State     string
@@ -18,13 +21,16 @@ type hub struct {
 	next   int
 	subs   map[int]chan Event
 	closed bool
+	missed atomic.Int64 // deliveries a full subscriber did not take
 }
 
 func newHub() *hub { return &hub{subs: map[int]chan Event{}} }
 
 // Subscribe returns a channel of events and a function that ends the subscription.
 // A subscriber that falls behind misses events rather than blocking the runtime,
-// so each event must be a hint to re-read, never the only copy of a state.
+// so each event must be a hint to re-read, never the only copy of a state;
+// the last place in its buffer goes to an EventResync, so once it catches
+// up it is told to re-read everything (see fanout).
 func (r *Runtime) Subscribe() (<-chan Event, func()) {
 	h := r.events
 	h.mu.Lock()
@@ -62,11 +68,48 @@ func (r *Runtime) fanout(e Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, ch := range h.subs {
-		select {
-		case ch <- e:
+		// Only fanout sends, under h.mu, so a place seen free stays free.
+		switch free := cap(ch) - len(ch); {
+		case free > 1 || (free == 1 && e.Kind == EventResync):
+			ch <- e
+		case free == 1:
+			// The last place goes to a resync: the subscriber reaches it
+			// after what it has queued and re-reads everything, which
+			// covers this event and any dropped until it has room again
+			// (whenever the buffer is full, its newest entry is a resync).
+			ch <- Event{Kind: EventResync}
+			h.missed.Add(1)
 		default:
+			h.missed.Add(1)
 		}
 	}
+}
+
+// Resync reports whether e tells a subscriber that events were lost (it
+// fell behind, or the replicas' bus reconnected) and it should re-read
+// whatever it shows or waits for.
+func (e Event) Resync() bool { return e.Kind == EventResync }
+
+// EventCounts are the event figures /metrics shows.
+type EventCounts struct {
+	// Missed: deliveries to this replica's subscribers (live pages,
+	// waiting calls, the sandboxes' suspension) dropped because the
+	// subscriber's buffer was full. Each then gets a resync and re-reads,
+	// so a rising count means events come faster than subscribers re-read
+	// (heavy traffic, a slow database), not a lost state.
+	Missed int64
+	// Events sent to the other replicas, heard from them, and not sent
+	// (the queue was full or the NOTIFY failed); PostgreSQL only.
+	Sent, Received, NotSent int64
+}
+
+// EventCounts reads the figures.
+func (r *Runtime) EventCounts() EventCounts {
+	c := EventCounts{Missed: r.events.missed.Load()}
+	if b := r.bus.Load(); b != nil {
+		c.Sent, c.Received, c.NotSent = b.sent.Load(), b.received.Load(), b.dropped.Load()
+	}
+	return c
 }
 
 // CloseEvents ends every subscription: live pages' streams see their channel

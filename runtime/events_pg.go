@@ -19,9 +19,10 @@ import (
 // here is also sent with NOTIFY on channel subako_events, and every replica
 // LISTENs on a connection of its own and hands what the others sent to its
 // in-process subscribers, as if published here. A replica ignores its own
-// echoes (the payload names the origin). Events stay hints: a notification
-// lost while the listener reconnects is made up by the waiters' bounded
-// re-read (toolcalls.go recheckEvery) and by live pages' next event.
+// echoes (the payload names the origin). Events stay hints: whenever some
+// may have been lost (the listener reconnected, or the sender dropped
+// some), the subscribers are handed a resync and re-read, and the waiters
+// re-read every recheckEvery (toolcalls.go) anyway.
 
 // EventsChannel is the PostgreSQL NOTIFY channel events cross replicas on.
 const EventsChannel = "subako_events"
@@ -34,10 +35,14 @@ const (
 	busQueue = 4096
 	// busBatch bounds the events of one NOTIFY.
 	busBatch = 64
+	// busResyncEvery spaces the resyncs sent after dropped events.
+	busResyncEvery = time.Second
 )
 
 // EventResync is handed to local subscribers after the listener
-// reconnected: events of the gap may be lost, so anything open re-reads.
+// reconnected, when a subscriber fell behind (events.go), and to the other
+// replicas after this one could not send them events: events may be lost,
+// so anything open re-reads.
 const EventResync = "resync"
 
 // busMessage is a NOTIFY payload: the origin replica and its events.
@@ -53,6 +58,7 @@ type pgBus struct {
 	sent      atomic.Int64 // events sent, for tests and /metrics
 	received  atomic.Int64 // events of other replicas handed to subscribers
 	dropped   atomic.Int64
+	resynced  int64 // dropped when the last resync was sent (sendLoop's own)
 }
 
 // send queues e for the other replicas; it never blocks a caller.
@@ -105,16 +111,24 @@ func (r *Runtime) listenConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 }
 
 // sendLoop sends queued events, several to one NOTIFY when they pile up.
+// After any were dropped (the queue was full, one was too large, a NOTIFY
+// failed) it sends a resync, so the other replicas re-read what they show:
+// at most one every busResyncEvery, since each wakes every page and waiter
+// there, and again if it failed.
 func (b *pgBus) sendLoop(ctx context.Context) {
+	resync := time.NewTicker(busResyncEvery)
+	defer resync.Stop()
+	var lastResync time.Time
 	for {
 		var batch []Event
 		select {
 		case <-ctx.Done():
 			return
+		case <-resync.C:
 		case e := <-b.out:
 			batch = append(batch, e)
 		}
-		for more := true; more && len(batch) < busBatch; {
+		for more := len(batch) > 0; more && len(batch) < busBatch; {
 			select {
 			case e := <-b.out:
 				batch = append(batch, e)
@@ -122,27 +136,44 @@ func (b *pgBus) sendLoop(ctx context.Context) {
 				more = false
 			}
 		}
-		for _, payload := range b.payloads(batch) {
-			err := b.r.db.WithContext(ctx).Exec("SELECT pg_notify(?, ?)", EventsChannel, payload).Error
-			if err != nil && ctx.Err() == nil {
-				b.dropped.Add(1)
-				b.r.opts.Log.Warn("runtime: events: notify other replicas", "err", err)
-			}
+		b.notify(ctx, batch)
+		if d := b.dropped.Load(); d != b.resynced && time.Since(lastResync) >= busResyncEvery {
+			b.resynced, lastResync = d, time.Now()
+			b.notify(ctx, []Event{{Kind: EventResync}})
 		}
-		b.sent.Add(int64(len(batch)))
 	}
+}
+
+// notify sends events to the other replicas and counts them sent or dropped.
+func (b *pgBus) notify(ctx context.Context, events []Event) {
+	for _, p := range b.payloads(events) {
+		err := b.r.db.WithContext(ctx).Exec("SELECT pg_notify(?, ?)", EventsChannel, p.text).Error
+		switch {
+		case err == nil:
+			b.sent.Add(int64(p.events))
+		case ctx.Err() == nil:
+			b.dropped.Add(int64(p.events))
+			b.r.opts.Log.Warn("runtime: events: notify other replicas", "events", p.events, "err", err)
+		}
+	}
+}
+
+// payload is one NOTIFY's text and how many events it carries.
+type payload struct {
+	text   string
+	events int
 }
 
 // payloads packs events into as few payloads under maxNotifyBytes as it
 // can; an event too large on its own (ids are short, so none should be) is
 // dropped.
-func (b *pgBus) payloads(events []Event) []string {
-	var out []string
+func (b *pgBus) payloads(events []Event) []payload {
+	var out []payload
 	msg := busMessage{Origin: b.r.replica.ID}
 	flush := func() {
 		if len(msg.Events) > 0 {
 			p, _ := json.Marshal(msg)
-			out = append(out, string(p))
+			out = append(out, payload{text: string(p), events: len(msg.Events)})
 			msg.Events = nil
 		}
 	}
@@ -194,7 +225,7 @@ func (b *pgBus) listen(ctx context.Context, cfg *pgx.ConnConfig, again bool) err
 	cfg = cfg.Copy()
 	// The handler is ours: the pool's settings may carry another, and
 	// pgx.Conn's buffer would be bypassed by it.
-	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { b.receive(n) }
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { b.receive(ctx, n) }
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	cancel()
@@ -207,9 +238,9 @@ func (b *pgBus) listen(ctx context.Context, cfg *pgx.ConnConfig, again bool) err
 	}
 	b.connected.Store(true)
 	if again {
+		// Events of the gap were lost: caches, calls and pages catch up.
+		b.r.caughtUp(ctx)
 		b.r.fanout(Event{Kind: EventResync})
-		// A cancellation sent during the gap: stop what it ended.
-		go b.r.stopCancelledElsewhere(ctx)
 	}
 	for {
 		if err := conn.PgConn().WaitForNotification(ctx); err != nil {
@@ -219,7 +250,7 @@ func (b *pgBus) listen(ctx context.Context, cfg *pgx.ConnConfig, again bool) err
 }
 
 // receive hands another replica's notification to local subscribers.
-func (b *pgBus) receive(n *pgconn.Notification) {
+func (b *pgBus) receive(ctx context.Context, n *pgconn.Notification) {
 	if n == nil || n.Channel != EventsChannel {
 		return
 	}
@@ -232,7 +263,7 @@ func (b *pgBus) receive(n *pgconn.Notification) {
 	}
 	for _, e := range msg.Events {
 		b.received.Add(1)
-		b.r.deliverRemote(e)
+		b.r.deliverRemote(ctx, e)
 	}
 }
 
@@ -240,16 +271,29 @@ func (b *pgBus) receive(n *pgconn.Notification) {
 // A change to who may do what drops this replica's caches of it too, as
 // the write would have had it been made here. A call another replica
 // recorded final (ToolCall.cancel there, or its session ended) that this
-// replica runs is stopped at once, as a cancel made here would.
-func (r *Runtime) deliverRemote(e Event) {
+// replica runs is stopped at once, as a cancel made here would. A resync
+// (the sender lost events, any of which may have been one of those) does
+// both for whatever it may have been.
+func (r *Runtime) deliverRemote(ctx context.Context, e Event) {
 	switch {
 	case e.Kind == EventAccess:
 		r.auth.reset()
 		r.hot.invalidate()
 	case e.Kind == "call" && finalStatus(e.State):
 		r.stopRunning(e.ID)
+	case e.Resync():
+		r.caughtUp(ctx)
 	}
 	r.fanout(e)
+}
+
+// caughtUp makes up for events of the other replicas that were lost: the
+// caches of who may do what are dropped, and calls cancelled elsewhere
+// stopped here.
+func (r *Runtime) caughtUp(ctx context.Context) {
+	r.auth.reset()
+	r.hot.invalidate()
+	go r.stopCancelledElsewhere(ctx)
 }
 
 // EventsConnected tells whether events cross replicas now: true on a

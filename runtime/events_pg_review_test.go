@@ -13,7 +13,8 @@ import (
 // Events cross replicas again after PostgreSQL ends the listeners'
 // connections (pg_terminate_backend, a failover of the database): the
 // subscribers hear a resync, then the other replica's events as before;
-// an event too large for a NOTIFY is dropped without holding up the next.
+// an event too large for a NOTIFY is dropped without holding up the next,
+// and the other replicas are told to resync.
 func TestEventsResumeAfterTheListenerIsKilled(t *testing.T) {
 	db := modelstest.Open(t)
 	if db.Dialect != models.Postgres {
@@ -38,8 +39,9 @@ func TestEventsResumeAfterTheListenerIsKilled(t *testing.T) {
 		}
 	}
 	// hear publishes on b until a hears id (a NOTIFY sent before a's
-	// LISTEN took effect is not delivered).
-	hear := func(id string) {
+	// LISTEN took effect is not delivered); it tells whether a heard a
+	// resync meanwhile.
+	hear := func(id string) (resync bool) {
 		t.Helper()
 		deadline := time.After(15 * time.Second)
 		tick := time.NewTicker(500 * time.Millisecond)
@@ -48,8 +50,9 @@ func TestEventsResumeAfterTheListenerIsKilled(t *testing.T) {
 		for {
 			select {
 			case e := <-events:
+				resync = resync || e.Resync()
 				if e.ID == id {
-					return
+					return resync
 				}
 			case <-tick.C:
 				b.publish(Event{Kind: "call", ID: id})
@@ -61,9 +64,20 @@ func TestEventsResumeAfterTheListenerIsKilled(t *testing.T) {
 	waitConnected()
 	hear("call_before")
 
-	// Too large for one NOTIFY: dropped; the next goes through.
+	// Too large for one NOTIFY: dropped; the next goes through, and with it
+	// a resync, so what a's subscribers show is read again.
 	b.publish(Event{Kind: "call", ID: strings.Repeat("x", 9000)})
-	hear("call_after_large")
+	for told, deadline := hear("call_after_large"), time.After(5*time.Second); !told; {
+		select {
+		case e := <-events:
+			told = e.Resync()
+		case <-deadline:
+			t.Fatal("b dropped an event meant for a, and a was not told to resync")
+		}
+	}
+	if c := b.EventCounts(); c.NotSent != 1 {
+		t.Errorf("b counts %d events not sent, want 1 (the one too large)", c.NotSent)
+	}
 
 	var killed int
 	if err := db.Raw(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity

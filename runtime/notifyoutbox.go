@@ -205,7 +205,7 @@ func (r *Runtime) StartNotifier(ctx context.Context) {
 				if !ok {
 					return
 				}
-				if ev.Kind != "approval" || ev.State != ApprovalPending {
+				if !ev.Resync() && (ev.Kind != "approval" || ev.State != ApprovalPending) {
 					continue
 				}
 			case <-t.C:

@@ -197,13 +197,14 @@ func (r *Runtime) relaySandboxEvents(ctx context.Context, mgr *sandbox.Manager) 
 }
 
 // suspendOnSessionEnd suspends a session's sandboxes as soon as it ends; a
-// missed event is caught by SandboxTick.
+// missed event (a resync in its place) is caught by SandboxTick, which
+// sweeps every ended session's sandboxes every few seconds.
 //
 // The suspensions run one after another in a goroutine of their own, and
 // this one only notes which sessions ended: archiving a sandbox takes a
 // while, and the subscription, read only between archivings, would fill
 // with the calls' events meanwhile and lose the next session's end (the
-// hub drops what a full subscriber cannot take).
+// hub drops what a full subscriber cannot take, leaving a resync).
 func (r *Runtime) suspendOnSessionEnd(ctx context.Context, mgr *sandbox.Manager) {
 	events, unsubscribe := r.Subscribe()
 	defer unsubscribe()

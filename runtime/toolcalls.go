@@ -471,6 +471,8 @@ func (r *Runtime) waitFor(ctx context.Context, d time.Duration, matters func(Eve
 		if ok, err := done(); ok || err != nil {
 			return err
 		}
+		read := time.Now()
+		var soon <-chan time.Time // a resync's re-read, spaced
 		for waiting := true; waiting; {
 			select {
 			case <-ctx.Done():
@@ -481,15 +483,29 @@ func (r *Runtime) waitFor(ctx context.Context, d time.Duration, matters func(Eve
 				return err
 			case <-recheck.C:
 				waiting = false
+			case <-soon:
+				waiting = false
 			case e, open := <-events:
 				if !open {
 					return nil // the server is stopping
 				}
-				waiting = !matters(e)
+				switch {
+				case matters(e):
+					waiting = false
+				case e.Resync() && soon == nil:
+					// Events were lost: re-read, but not sooner than
+					// resyncGap after the last read, so a waiter that falls
+					// behind at every read does not read back to back.
+					soon = time.After(max(resyncGap-time.Since(read), 0))
+				}
 			}
 		}
 	}
 }
+
+// resyncGap is the least time between a waiter's reads when it re-reads
+// because it fell behind the events (Event.Resync).
+const resyncGap = 250 * time.Millisecond
 
 func (r *Runtime) callByID(ctx context.Context, id string) (ToolCallView, error) {
 	var c models.ToolCall

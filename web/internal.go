@@ -45,17 +45,29 @@ func drainingNotReady(rt *runtime.Runtime) echo.MiddlewareFunc {
 
 // clusterMetrics are the replica figures at /metrics: the calls waiting
 // (database-wide, by status), the sandboxes this replica runs, the
-// sandboxes taken over from dead replicas, the requests forwarded.
+// sandboxes taken over from dead replicas, the requests forwarded, and
+// the events missed by slow subscribers or sent between replicas.
 func clusterMetrics(rt *runtime.Runtime) []prometheus.Collector {
 	waiting := prometheus.NewDesc("subako_calls_waiting", "Calls waiting, across replicas, by status (queued, awaiting_approval, waiting_client).", []string{"status"}, nil)
+	counter := func(name, help string, read func() int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(read()) })
+	}
 	return []prometheus.Collector{
 		waitingCalls{rt: rt, desc: waiting},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "subako_sandboxes_running", Help: "Sandbox machines this replica runs now."},
 			func() float64 { return float64(rt.ClusterCounts().RunningSandboxes) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "subako_sandbox_failovers_total", Help: "Sandboxes this replica took over from a dead replica (restored from the last archive, or recorded suspended from it)."},
-			func() float64 { return float64(rt.ClusterCounts().Failovers) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "subako_sandbox_forwarded_total", Help: "Sandbox requests (exec, files, ports) this replica forwarded to the replica running the sandbox."},
-			func() float64 { return float64(rt.ClusterCounts().Forwarded) }),
+		counter("subako_sandbox_failovers_total", "Sandboxes this replica took over from a dead replica (restored from the last archive, or recorded suspended from it).",
+			func() int64 { return rt.ClusterCounts().Failovers }),
+		counter("subako_sandbox_forwarded_total", "Sandbox requests (exec, files, ports) this replica forwarded to the replica running the sandbox.",
+			func() int64 { return rt.ClusterCounts().Forwarded }),
+		counter("subako_events_missed_total", "Events this replica's subscribers (live pages, waiting calls, the sandboxes' suspension) missed because they were 64 behind; each was told to re-read, so what they missed came late, not lost.",
+			func() int64 { return rt.EventCounts().Missed }),
+		counter("subako_events_replicas_sent_total", "Events this replica sent to the other replicas (PostgreSQL NOTIFY).",
+			func() int64 { return rt.EventCounts().Sent }),
+		counter("subako_events_replicas_received_total", "Events of the other replicas this replica heard and handed to its subscribers.",
+			func() int64 { return rt.EventCounts().Received }),
+		counter("subako_events_replicas_not_sent_total", "Events this replica could not send to the other replicas (its queue was full or the NOTIFY failed); they are told to re-read with the next notification.",
+			func() int64 { return rt.EventCounts().NotSent }),
 	}
 }
 

@@ -121,7 +121,8 @@ func TestSoakMixedClients(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d calls by %d clients in %s, %d failed", calls.Load(), clients, span, failed.Load())
+	t.Logf("%d calls by %d clients in %s, %d failed; %d events missed by subscribers behind (each told to re-read)",
+		calls.Load(), clients, span, failed.Load(), w.rt.EventCounts().Missed)
 	if calls.Load() < clients {
 		t.Fatalf("only %d calls were made", calls.Load())
 	}

@@ -218,6 +218,18 @@ func TestSandboxesAcrossTwoReplicas(t *testing.T) {
 	if m := metric(t, b, token, "subako_sandbox_forwarded_total"); m < 1 {
 		t.Errorf("B's /metrics counts %v forwarded requests, want at least 1", m)
 	}
+	// The calls' events cross to the other replica, and /metrics counts them.
+	waitFor(t, "B's /metrics counts events heard from A", 15*time.Second, func() bool {
+		return metric(t, b, token, "subako_events_replicas_received_total") >= 1
+	})
+	if m := metric(t, a, token, "subako_events_replicas_sent_total"); m < 1 {
+		t.Errorf("A's /metrics counts %v events sent to the other replicas, want at least 1", m)
+	}
+	for _, r := range []*sandboxReplica{a, b} {
+		if m := metric(t, r, token, "subako_events_replicas_not_sent_total"); m != 0 {
+			t.Errorf("%s's /metrics counts %v events not sent to the other replicas, want 0", r.name, m)
+		}
+	}
 
 	// /internal/ answers only the shared secret.
 	for _, auth := range []string{"", "Bearer wrong-secret-0123456789abcdef", "Bearer " + token} {

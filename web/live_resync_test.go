@@ -1,0 +1,66 @@
+package web_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/vault"
+)
+
+// An open Approvals page catches up with what it could not hear: an
+// ask-first call made through another replica while this replica's event
+// listener was cut off (a database failover, pg_terminate_backend) shows
+// on the page once the listener is back, with no later event to wake it.
+func TestLiveQueueCatchesUpAfterTheEventListenerReconnects(t *testing.T) {
+	w := newWorldWith(t, askConfig, runtime.Options{ReplicaID: "rep-a"})
+	if w.rt.DB().Dialect != models.Postgres {
+		t.Skip("events cross replicas on PostgreSQL only")
+	}
+	w.rt.Start(t.Context(), time.Hour)
+	keys, _ := vault.NewKeyringFromSecret(strings.Repeat("ab", 32))
+	b := &env{t: t, clock: w.clock}
+	rtB := runtime.New(w.rt.DB(), runtime.Options{ReplicaID: "rep-b", Keys: keys, Clock: w.clock, Log: quiet, AllowPrivateEgress: true})
+	b.serve(rtB)
+	rtB.Start(t.Context(), time.Hour)
+	connected := func(want bool) func() bool {
+		return func() bool { return w.rt.EventsConnected() == want && rtB.EventsConnected() == want }
+	}
+	eventually(t, "both replicas' event listeners connect", 15*time.Second, connected(true))
+
+	s := w.session(w.vault)
+	queue := w.browserOf().events("/approvals/events")
+	queue.next(t) // the queue as it stands: empty
+
+	var killed int
+	if err := w.rt.DB().Raw(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'LISTEN %'`).Scan(&killed).Error; err != nil || killed != 2 {
+		t.Fatalf("terminated %d listener connections (%v), want 2", killed, err)
+	}
+	eventually(t, "both listeners notice they were cut off", 5*time.Second, connected(false))
+	sent := rtB.EventCounts().Sent
+	var c struct{ Status string }
+	b.api(s.Token, "POST", "/sessions/"+s.ID+"/tool_calls", map[string]any{"tool": getEnv, "input": map[string]any{}, "wait_seconds": 0}, &c)
+	if c.Status != runtime.CallAwaitingApproval {
+		t.Fatalf("the ask-first call through B is %q, want %s", c.Status, runtime.CallAwaitingApproval)
+	}
+	eventually(t, "B sends the approval's events", 5*time.Second, func() bool { return rtB.EventCounts().Sent > sent })
+	if w.rt.EventsConnected() {
+		t.Fatal("A's listener was back before B sent the approval's events: A heard them, and nothing here tests a resync")
+	}
+
+	// The listener comes back after a pause of a second; the page, told
+	// that events were lost, reads the queue again.
+	queue.untilData(t, `data-testid="approval-approve"`, "")
+}
+
+func eventually(t *testing.T, what string, d time.Duration, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for: %s", d, what)
+		}
+	}
+}
