@@ -296,7 +296,13 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	events, stop := h.RT.Subscribe()
+	// A session's end expires its approvals too. A change to who may do
+	// what (unseated, removed, access changed) re-reads the queue as the
+	// person now stands: refused, it ends.
+	matters := func(ev runtime.Event) bool {
+		return ev.Kind == "approval" || ev.Kind == "session" || ev.Kind == runtime.EventAccess
+	}
+	events, stop := h.RT.SubscribeTo(matters)
 	defer stop()
 	hd := c.Response().Header()
 	hd.Set(echo.HeaderContentType, "text/event-stream")
@@ -318,12 +324,7 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 			}
 			return nil
 		}
-		// A session's end expires its approvals too.
-		// A change to who may do what (unseated, removed, access changed)
-		// re-reads the queue as the person now stands: refused, it ends.
-		if !out.await(ctx(c), events, beat.C, func(ev runtime.Event) bool {
-			return ev.Kind == "approval" || ev.Kind == "session" || ev.Kind == runtime.EventAccess
-		}) {
+		if !out.await(ctx(c), events, beat.C, matters) {
 			return nil
 		}
 		if p, err = h.RT.AuthenticateSession(ctx(c), sid); err != nil {

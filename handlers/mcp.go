@@ -46,7 +46,9 @@ const principalExtra = "principal"
 // session ends, so the map holds only live sessions.
 func NewMCP(h *Handlers) *MCP {
 	m := &MCP{h: h, sessions: map[string]*mcpSession{}}
-	events, _ := h.RT.Subscribe()
+	events, _ := h.RT.SubscribeTo(func(e runtime.Event) bool {
+		return e.Kind == "session" && e.State == runtime.SessionEnded
+	})
 	go func() {
 		// Events are in-process: a session ended on another replica, or just
 		// after a request checked it, is caught by the periodic sweep.

@@ -90,7 +90,9 @@ func (m *MCP) watchCall(ctx context.Context, req *mcp.CallToolRequest) *callWatc
 // call: the sink drops what does not fit.
 func (w *callWatch) report(reqCtx context.Context, ss *mcp.ServerSession, token any) {
 	defer close(w.done)
-	events, unsubscribe := w.m.h.RT.Subscribe()
+	// Calls' events only; which call is this one's is asked below, not in
+	// the filter, which runs under the events' lock (sink.Call locks).
+	events, unsubscribe := w.m.h.RT.SubscribeTo(func(e runtime.Event) bool { return e.Kind == "call" })
 	defer unsubscribe()
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()

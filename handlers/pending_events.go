@@ -39,7 +39,12 @@ func (h *Handlers) PendingEvents(c echo.Context) error {
 		return &runtime.Error{Kind: runtime.KindForbidden, Code: "permission_denied", Title: "Permission denied",
 			Detail: p.Label + " may not Approval.list", MissingPermission: "Approval.list"}
 	}
-	events, stop := h.RT.Subscribe()
+	// A change to who may do what wakes the stream too: a person
+	// removed, unseated or narrowed past Approval.list stops here.
+	matters := func(ev runtime.Event) bool {
+		return ev.Kind == "approval" || ev.Kind == "session" || ev.Kind == runtime.EventAccess
+	}
+	events, stop := h.RT.SubscribeTo(matters)
 	defer stop()
 	out := openSSE(c)
 	sid, _ := c.Get(webSIDKey).(string)
@@ -53,14 +58,10 @@ func (h *Handlers) PendingEvents(c echo.Context) error {
 		if http.NewResponseController(out.w).Flush() != nil {
 			return nil
 		}
-		if !out.await(ctx(c), events, beat.C, func(ev runtime.Event) bool {
-			return ev.Kind == "approval" || ev.Kind == "session" || ev.Kind == runtime.EventAccess
-		}) {
+		if !out.await(ctx(c), events, beat.C, matters) {
 			return nil
 		}
 		var err error
-		// A change to who may do what wakes the stream too: a person
-		// removed, unseated or narrowed past Approval.list stops here.
 		if p, err = h.RT.AuthenticateSession(ctx(c), sid); err != nil || !p.Can("Approval.list") {
 			return nil
 		}

@@ -42,7 +42,8 @@ func (h *Handlers) SessionEvents(c echo.Context) error {
 	if _, err := h.RT.SessionGet(ctx(c), principal(c), id); err != nil {
 		return err
 	}
-	events, stop := h.RT.Subscribe()
+	// The session's own events, and changes to who may do what.
+	events, stop := h.RT.SubscribeTo(func(ev runtime.Event) bool { return ev.Kind == runtime.EventAccess || ev.SessionID == id })
 	defer stop()
 	out := openSSE(c)
 	sid, _ := c.Get(webSIDKey).(string)

@@ -81,11 +81,15 @@ func (h *Handlers) SessionFilesEvents(c echo.Context) error {
 // read once on connecting, then again after each event that matters. Each
 // re-read is as the person's browser session now stands, so a person
 // removed or signed out stops receiving at the next change.
+// matters runs in the publisher under the runtime's events lock
+// (runtime.SubscribeTo): quick, and on the event alone.
 func (h *Handlers) streamPart(c echo.Context, name string, matters func(runtime.Event) bool,
 	read func(runtime.Principal) (templ.Component, error)) error {
 	// Subscribed before the first read: a change between that read and
-	// the subscription would otherwise never reach this page.
-	events, stop := h.RT.Subscribe()
+	// the subscription would otherwise never reach this page. A change to
+	// who may do what re-reads the part too (EventAccess).
+	wake := func(ev runtime.Event) bool { return ev.Kind == runtime.EventAccess || matters(ev) }
+	events, stop := h.RT.SubscribeTo(wake)
 	defer stop()
 	part, err := read(principal(c))
 	if err != nil {
@@ -100,8 +104,6 @@ func (h *Handlers) streamPart(c echo.Context, name string, matters func(runtime.
 			h.Log.Warn(name+" events: stream ended", "err", err)
 			return nil
 		}
-		// A change to who may do what re-reads the part too (EventAccess).
-		wake := func(ev runtime.Event) bool { return ev.Kind == runtime.EventAccess || matters(ev) }
 		if http.NewResponseController(out.w).Flush() != nil || !out.await(ctx(c), events, beat.C, wake) {
 			return nil // the browser went away, or the server stops
 		}

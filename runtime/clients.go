@@ -176,7 +176,11 @@ func (r *Runtime) ClientCallNext(ctx context.Context, p Principal, session, clie
 		}
 		r.db.WithContext(ctx).Model(&models.Client{}).Where("session_id = ? AND name = ?", session, client).Update("last_seen_at", r.now())
 		ended := false
-		err := r.waitFor(ctx, min(max(wait, 0), time.Minute), func(e Event) bool {
+		// The session's end, or a call of it waiting for a client.
+		want := func(e Event) bool {
+			return e.SessionID == session && (e.Kind == "session" || e.Kind == "call" && e.State == CallWaitingClient)
+		}
+		err := r.waitFor(ctx, min(max(wait, 0), time.Minute), want, func(e Event) bool {
 			if e.Kind == "session" && e.SessionID == session && e.State == SessionEnded {
 				ended = true
 				return true

@@ -19,19 +19,35 @@ type Event struct {
 type hub struct {
 	mu     sync.Mutex
 	next   int
-	subs   map[int]chan Event
+	subs   map[int]subscription
 	closed bool
 	missed atomic.Int64 // deliveries a full subscriber did not take
 }
 
-func newHub() *hub { return &hub{subs: map[int]chan Event{}} }
+// subscription is a subscriber's buffer, and what it wants of the events
+// (nil: all of them).
+type subscription struct {
+	ch   chan Event
+	want func(Event) bool
+}
+
+func newHub() *hub { return &hub{subs: map[int]subscription{}} }
 
 // Subscribe returns a channel of events and a function that ends the subscription.
 // A subscriber that falls behind misses events rather than blocking the runtime,
 // so each event must be a hint to re-read, never the only copy of a state;
 // the last place in its buffer goes to an EventResync, so once it catches
 // up it is told to re-read everything (see fanout).
-func (r *Runtime) Subscribe() (<-chan Event, func()) {
+func (r *Runtime) Subscribe() (<-chan Event, func()) { return r.SubscribeTo(nil) }
+
+// SubscribeTo is Subscribe for a subscriber that wants only the events
+// want reports true for, and resyncs: the others cost it no wake-up and
+// no place in its buffer, so a waiting call, which wants the events of
+// one call or session, or a page, which wants those of what it shows,
+// does not fall behind the rest. want runs in the publisher's goroutine
+// under the hub's lock: it must be quick, and read nothing another
+// goroutine writes.
+func (r *Runtime) SubscribeTo(want func(Event) bool) (<-chan Event, func()) {
 	h := r.events
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -42,13 +58,13 @@ func (r *Runtime) Subscribe() (<-chan Event, func()) {
 		close(ch)
 		return ch, func() {}
 	}
-	h.subs[id] = ch
+	h.subs[id] = subscription{ch: ch, want: want}
 	return ch, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if c, ok := h.subs[id]; ok {
+		if s, ok := h.subs[id]; ok {
 			delete(h.subs, id)
-			close(c)
+			close(s.ch)
 		}
 	}
 }
@@ -67,7 +83,11 @@ func (r *Runtime) fanout(e Event) {
 	h := r.events
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, ch := range h.subs {
+	for _, s := range h.subs {
+		if s.want != nil && !e.Resync() && !s.want(e) {
+			continue
+		}
+		ch := s.ch
 		// Only fanout sends, under h.mu, so a place seen free stays free.
 		switch free := cap(ch) - len(ch); {
 		case free > 1 || (free == 1 && e.Kind == EventResync):
@@ -119,8 +139,8 @@ func (r *Runtime) CloseEvents() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
-	for id, ch := range h.subs {
+	for id, s := range h.subs {
 		delete(h.subs, id)
-		close(ch)
+		close(s.ch)
 	}
 }

@@ -109,7 +109,7 @@ func (r *Runtime) waitStarted(ctx context.Context, h *callHandle, d time.Duratio
 			return callView(*h.final), nil
 		}
 		// Waiting for a client: the client's answer comes through another request.
-		return r.waitCall(ctx, h.call.ID, max(d-r.now().Sub(begun), 0))
+		return r.waitCall(ctx, h.call.ID, h.call.SessionID, max(d-r.now().Sub(begun), 0))
 	case <-timer.C:
 		// One last look, as waitCall takes one.
 		return r.callByID(context.WithoutCancel(ctx), h.call.ID)

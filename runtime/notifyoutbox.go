@@ -191,7 +191,7 @@ func (r *Runtime) DeliverNotifications(ctx context.Context) {
 // is in the database, so nothing is lost across a restart).
 func (r *Runtime) StartNotifier(ctx context.Context) {
 	n := r.notifierState()
-	events, stop := r.Subscribe()
+	events, stop := r.SubscribeTo(func(e Event) bool { return e.Kind == "approval" && e.State == ApprovalPending })
 	go func() {
 		defer stop()
 		t := time.NewTicker(n.opts.Poll)
@@ -201,12 +201,9 @@ func (r *Runtime) StartNotifier(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case ev, ok := <-events:
+			case _, ok := <-events: // an approval asked, or a resync
 				if !ok {
 					return
-				}
-				if !ev.Resync() && (ev.Kind != "approval" || ev.State != ApprovalPending) {
-					continue
 				}
 			case <-t.C:
 				if time.Since(pruned) > time.Hour {

@@ -200,13 +200,14 @@ func (r *Runtime) relaySandboxEvents(ctx context.Context, mgr *sandbox.Manager) 
 // missed event (a resync in its place) is caught by SandboxTick, which
 // sweeps every ended session's sandboxes every few seconds.
 //
-// The suspensions run one after another in a goroutine of their own, and
-// this one only notes which sessions ended: archiving a sandbox takes a
-// while, and the subscription, read only between archivings, would fill
-// with the calls' events meanwhile and lose the next session's end (the
-// hub drops what a full subscriber cannot take, leaving a resync).
+// The subscription takes session ends only. The suspensions run one after
+// another in a goroutine of their own, and this one only notes which
+// sessions ended: archiving a sandbox takes a while, and a subscription
+// read only between archivings would fill when many sessions end at once
+// and lose the next end (the hub drops what a full subscriber cannot
+// take, leaving a resync).
 func (r *Runtime) suspendOnSessionEnd(ctx context.Context, mgr *sandbox.Manager) {
-	events, unsubscribe := r.Subscribe()
+	events, unsubscribe := r.SubscribeTo(sessionEnded)
 	defer unsubscribe()
 	ended := make(chan string, maxPendingSuspensions)
 	done := make(chan struct{})
@@ -230,8 +231,8 @@ func (r *Runtime) suspendOnSessionEnd(ctx context.Context, mgr *sandbox.Manager)
 			if !ok {
 				return
 			}
-			if e.Kind != "session" || e.State != SessionEnded {
-				continue
+			if !sessionEnded(e) {
+				continue // a resync: SandboxTick sweeps
 			}
 			select {
 			case ended <- e.SessionID:
@@ -240,6 +241,8 @@ func (r *Runtime) suspendOnSessionEnd(ctx context.Context, mgr *sandbox.Manager)
 		}
 	}
 }
+
+func sessionEnded(e Event) bool { return e.Kind == "session" && e.State == SessionEnded }
 
 // maxPendingSuspensions bounds the ended sessions waiting for their
 // sandboxes to be suspended; beyond it SandboxTick suspends them.

@@ -40,10 +40,8 @@ func (r *Runtime) OwnToolCallWait(ctx context.Context, p Principal, session, id 
 	if err != nil || !v.Open() {
 		return v, err
 	}
-	err = r.waitFor(ctx, d, func(e Event) bool {
-		// The session's end refuses the call without an event of its own.
-		return e.ID == id || (e.Kind == "session" && e.SessionID == session)
-	}, func() (bool, error) {
+	matters := callOrSessionChanged(id, session)
+	err = r.waitFor(ctx, d, matters, matters, func() (bool, error) {
 		var err error
 		v, err = r.callByID(ctx, id)
 		if err == nil && v.Open() && seen != nil {

@@ -135,7 +135,7 @@ func clip(s string) (string, bool) {
 // wait_seconds for the call to finish; an open call comes back as it stands.
 func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallInput) (ToolCallView, error) {
 	var out ToolCallView
-	var callID string
+	var callID, sessionID string
 	var started *callHandle
 	if in.ClientInfo == "" {
 		in.ClientInfo = CallerFrom(ctx).Client // the call's record names its client as its Action does
@@ -157,7 +157,7 @@ func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallIn
 		if err != nil {
 			return err
 		}
-		callID, started = call.ID, h
+		callID, sessionID, started = call.ID, s.ID, h
 		return nil
 	}, in.Session)
 	if err != nil {
@@ -166,7 +166,7 @@ func (r *Runtime) ToolCallCreate(ctx context.Context, p Principal, in ToolCallIn
 	if started != nil {
 		out, err = r.waitStarted(ctx, started, waitDuration(in.WaitSeconds))
 	} else {
-		out, err = r.waitCall(ctx, callID, waitDuration(in.WaitSeconds))
+		out, err = r.waitCall(ctx, callID, sessionID, waitDuration(in.WaitSeconds))
 	}
 	if err == nil {
 		// Refused for want of room: a 429 the caller can retry, the call recorded.
@@ -438,20 +438,27 @@ func schemaMessage(err error) (field, msg string) {
 	return field, msg
 }
 
-// waitCall waits until the call is final or d passes, then returns it.
-func (r *Runtime) waitCall(ctx context.Context, id string, d time.Duration) (ToolCallView, error) {
+// waitCall waits until the call, of session, is final or d passes, then
+// returns it.
+func (r *Runtime) waitCall(ctx context.Context, id, session string, d time.Duration) (ToolCallView, error) {
 	var v ToolCallView
-	var session string
-	err := r.waitFor(ctx, d, func(e Event) bool {
-		// The session's end refuses the call without an event of its own.
-		return e.ID == id || (e.Kind == "session" && e.SessionID == session)
-	}, func() (bool, error) {
+	matters := callOrSessionChanged(id, session)
+	err := r.waitFor(ctx, d, matters, matters, func() (bool, error) {
 		var err error
 		v, err = r.callByID(ctx, id)
-		session = v.Session
 		return err != nil || !v.Open(), err
 	})
 	return v, err
+}
+
+// callOrSessionChanged picks the events a caller waiting on call id
+// re-reads it for: the call's own (its status, its approval), not its
+// live output, and its session's, whose end refuses the call without an
+// event of its own.
+func callOrSessionChanged(id, session string) func(Event) bool {
+	return func(e Event) bool {
+		return (e.ID == id && e.Kind != "call_output") || (e.Kind == "session" && e.SessionID == session)
+	}
 }
 
 // recheckEvery bounds how long a waiter trusts events alone: another replica's
@@ -460,8 +467,10 @@ const recheckEvery = 2 * time.Second
 
 // waitFor calls done until it reports true, waking on matching events, on a
 // periodic re-read, and giving up when d passes, ctx ends or the server stops.
-func (r *Runtime) waitFor(ctx context.Context, d time.Duration, matters func(Event) bool, done func() (bool, error)) error {
-	events, stop := r.Subscribe()
+// want picks, in the publisher (see SubscribeTo), the events matters is
+// asked about: those of the call or the session waited on.
+func (r *Runtime) waitFor(ctx context.Context, d time.Duration, want, matters func(Event) bool, done func() (bool, error)) error {
+	events, stop := r.SubscribeTo(want)
 	defer stop()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
@@ -607,8 +616,9 @@ func (r *Runtime) refuseOpenCalls(tx *gorm.DB, cond string, args []any, reason s
 // ToolCallWait is ToolCall.get that waits up to d (or until ctx ends) for the
 // call to finish: checked and recorded once, however long it waits.
 func (r *Runtime) ToolCallWait(ctx context.Context, p Principal, id string, d time.Duration) (ToolCallView, error) {
-	if _, err := r.ToolCallGet(ctx, p, id); err != nil {
+	v, err := r.ToolCallGet(ctx, p, id)
+	if err != nil {
 		return ToolCallView{}, err
 	}
-	return r.waitCall(ctx, id, d)
+	return r.waitCall(ctx, id, v.Session, d)
 }

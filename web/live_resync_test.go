@@ -7,6 +7,7 @@ import (
 
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/sandbox/local"
 	"github.com/subako/subako/runtime/vault"
 )
 
@@ -63,4 +64,62 @@ func eventually(t *testing.T, what string, d time.Duration, ok func() bool) {
 			t.Fatalf("waited %s for: %s", d, what)
 		}
 	}
+}
+
+// A call waiting for an approver hears its session's end at once and
+// answers refused, without waiting for its periodic re-read (2 s after
+// it began): the waiter's subscription names its call and its session,
+// and one that left the session out would answer only at the re-read.
+func TestAWaitingCallHearsItsSessionEndAtOnce(t *testing.T) {
+	w := newWorldWith(t, askConfig, runtime.Options{})
+	s := w.session(w.vault)
+	began := time.Now()
+	answer := w.callAsync(s.Token, s.ID, getEnv, map[string]any{}, 30)
+	w.pending(w.owner, "", 1)
+	if st := w.api(w.owner, "POST", "/sessions/"+s.ID+"/end", nil, nil); st != 200 {
+		t.Fatalf("Session.end: %d", st)
+	}
+	if sent := time.Since(began); sent > 1500*time.Millisecond {
+		t.Skipf("the session's end was sent %s after the call, too near its re-read to tell the event from it", sent)
+	}
+	select {
+	case c := <-answer:
+		if took := time.Since(began); c.Status != runtime.CallRefused || took >= 2*time.Second {
+			t.Fatalf("the waiting call answered %s (%s) %s after it was made; want refused before its re-read at 2 s", c.Status, c.Reason, took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting call did not answer within 10 s of its session's end")
+	}
+}
+
+// The session's Files tab follows the volume live, on the event of the
+// session's volume alone: a file the agent writes through the API shows
+// on the open tab, and leaves it when deleted.
+func TestFilesTabFollowsTheVolumeLive(t *testing.T) {
+	w := newVolumeWorld(t)
+	files := w.browserOf().events("/sessions/" + w.s.ID + "/files/events")
+	files.next(t) // the volume as it stands: empty
+	if st, body := w.put(w.s.Token, "notes/live.txt", "hello"); st != 200 {
+		t.Fatalf("Volume.put: %d %s", st, body)
+	}
+	files.untilData(t, `data-path="notes/live.txt"`, "")
+	if st, body := w.raw(w.s.Token, "DELETE", "/sessions/"+w.s.ID+"/volume/notes/live.txt", nil, ""); st != 200 && st != 204 {
+		t.Fatalf("Volume.delete: %d %s", st, body)
+	}
+	files.untilData(t, `data-testid="files-usage"`, `data-path="notes/live.txt"`)
+}
+
+// The Sandboxes tab follows the session's sandbox live: started by the
+// first exec, suspended when the session ends.
+func TestSandboxesTabFollowsTheSandboxLive(t *testing.T) {
+	w := newSandboxWorld(t, sandboxConfig, local.Config{})
+	s := w.session()
+	tab := w.browserOf().events("/sandboxes/events?session=" + s.ID)
+	tab.next(t) // no sandbox yet
+	w.exec(s, "true")
+	tab.untilData(t, `<span class="badge badge-running">running</span>`, "")
+	if st := w.api(w.owner, "POST", "/sessions/"+s.ID+"/end", nil, nil); st != 200 {
+		t.Fatalf("Session.end: %d", st)
+	}
+	tab.untilData(t, `<span class="badge badge-suspended">suspended</span>`, "")
 }
