@@ -302,7 +302,7 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	matters := func(ev runtime.Event) bool {
 		return ev.Kind == "approval" || ev.Kind == "session" || ev.Kind == runtime.EventAccess
 	}
-	events, stop := h.RT.SubscribeTo(matters)
+	events, stop := h.RT.Subscribe(matters)
 	defer stop()
 	hd := c.Response().Header()
 	hd.Set(echo.HeaderContentType, "text/event-stream")

@@ -46,7 +46,7 @@ const principalExtra = "principal"
 // session ends, so the map holds only live sessions.
 func NewMCP(h *Handlers) *MCP {
 	m := &MCP{h: h, sessions: map[string]*mcpSession{}}
-	events, _ := h.RT.SubscribeTo(func(e runtime.Event) bool {
+	events, _ := h.RT.Subscribe(func(e runtime.Event) bool {
 		return e.Kind == "session" && e.State == runtime.SessionEnded
 	})
 	go func() {

@@ -92,7 +92,7 @@ func (w *callWatch) report(reqCtx context.Context, ss *mcp.ServerSession, token 
 	defer close(w.done)
 	// Calls' events only; which call is this one's is asked below, not in
 	// the filter, which runs under the events' lock (sink.Call locks).
-	events, unsubscribe := w.m.h.RT.SubscribeTo(func(e runtime.Event) bool { return e.Kind == "call" })
+	events, unsubscribe := w.m.h.RT.Subscribe(func(e runtime.Event) bool { return e.Kind == "call" })
 	defer unsubscribe()
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()

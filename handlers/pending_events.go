@@ -44,7 +44,7 @@ func (h *Handlers) PendingEvents(c echo.Context) error {
 	matters := func(ev runtime.Event) bool {
 		return ev.Kind == "approval" || ev.Kind == "session" || ev.Kind == runtime.EventAccess
 	}
-	events, stop := h.RT.SubscribeTo(matters)
+	events, stop := h.RT.Subscribe(matters)
 	defer stop()
 	out := openSSE(c)
 	sid, _ := c.Get(webSIDKey).(string)

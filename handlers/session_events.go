@@ -43,7 +43,7 @@ func (h *Handlers) SessionEvents(c echo.Context) error {
 		return err
 	}
 	// The session's own events, and changes to who may do what.
-	events, stop := h.RT.SubscribeTo(func(ev runtime.Event) bool { return ev.Kind == runtime.EventAccess || ev.SessionID == id })
+	events, stop := h.RT.Subscribe(func(ev runtime.Event) bool { return ev.Kind == runtime.EventAccess || ev.SessionID == id })
 	defer stop()
 	out := openSSE(c)
 	sid, _ := c.Get(webSIDKey).(string)

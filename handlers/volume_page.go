@@ -82,14 +82,14 @@ func (h *Handlers) SessionFilesEvents(c echo.Context) error {
 // re-read is as the person's browser session now stands, so a person
 // removed or signed out stops receiving at the next change.
 // matters runs in the publisher under the runtime's events lock
-// (runtime.SubscribeTo): quick, and on the event alone.
+// (runtime.Subscribe): quick, and on the event alone.
 func (h *Handlers) streamPart(c echo.Context, name string, matters func(runtime.Event) bool,
 	read func(runtime.Principal) (templ.Component, error)) error {
 	// Subscribed before the first read: a change between that read and
 	// the subscription would otherwise never reach this page. A change to
 	// who may do what re-reads the part too (EventAccess).
 	wake := func(ev runtime.Event) bool { return ev.Kind == runtime.EventAccess || matters(ev) }
-	events, stop := h.RT.SubscribeTo(wake)
+	events, stop := h.RT.Subscribe(wake)
 	defer stop()
 	part, err := read(principal(c))
 	if err != nil {

@@ -73,7 +73,7 @@ func awaitPending(b *testing.B, events <-chan runtime.Event) string {
 // request until the approval's event reaches a subscriber (a live page).
 func BenchmarkApprovalAskedToSubscriber(b *testing.B) {
 	rt, agent := askSession(b)
-	events, stop := rt.Subscribe()
+	events, stop := rt.Subscribe(nil)
 	defer stop()
 	ctx := b.Context()
 	b.ResetTimer()
@@ -100,7 +100,7 @@ func BenchmarkApprovalDecisionToAnswer(b *testing.B) {
 	for _, verb := range []string{"approve", "deny"} {
 		b.Run(verb, func(b *testing.B) {
 			rt, agent := askSession(b)
-			events, stop := rt.Subscribe()
+			events, stop := rt.Subscribe(nil)
 			defer stop()
 			ctx := b.Context()
 			approver := runtime.UserPrincipal("usr_bench", "approver@example.com", runtime.AccessMember)

@@ -33,21 +33,19 @@ type subscription struct {
 
 func newHub() *hub { return &hub{subs: map[int]subscription{}} }
 
-// Subscribe returns a channel of events and a function that ends the subscription.
-// A subscriber that falls behind misses events rather than blocking the runtime,
-// so each event must be a hint to re-read, never the only copy of a state;
-// the last place in its buffer goes to an EventResync, so once it catches
-// up it is told to re-read everything (see fanout).
-func (r *Runtime) Subscribe() (<-chan Event, func()) { return r.SubscribeTo(nil) }
-
-// SubscribeTo is Subscribe for a subscriber that wants only the events
-// want reports true for, and resyncs: the others cost it no wake-up and
-// no place in its buffer, so a waiting call, which wants the events of
-// one call or session, or a page, which wants those of what it shows,
-// does not fall behind the rest. want runs in the publisher's goroutine
-// under the hub's lock: it must be quick, and read nothing another
+// Subscribe returns a channel of the events want reports true for (nil:
+// all of them) and a function that ends the subscription. A subscriber
+// that falls behind misses events rather than blocking the runtime, so
+// each event must be a hint to re-read, never the only copy of a state;
+// the last place in its buffer goes to an EventResync, which every
+// subscriber gets, so once it catches up it is told to re-read everything
+// (see fanout). The events it does not want cost it no wake-up and no
+// place in its buffer, so a waiting call, which wants the events of one
+// call or session, or a page, which wants those of what it shows, does
+// not fall behind the rest. want runs in the publisher's goroutine under
+// the hub's lock: it must be quick, take no lock, and read nothing another
 // goroutine writes.
-func (r *Runtime) SubscribeTo(want func(Event) bool) (<-chan Event, func()) {
+func (r *Runtime) Subscribe(want func(Event) bool) (<-chan Event, func()) {
 	h := r.events
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -90,7 +88,7 @@ func (r *Runtime) fanout(e Event) {
 		ch := s.ch
 		// Only fanout sends, under h.mu, so a place seen free stays free.
 		switch free := cap(ch) - len(ch); {
-		case free > 1 || (free == 1 && e.Kind == EventResync):
+		case free > 1 || (free == 1 && e.Resync()):
 			ch <- e
 		case free == 1:
 			// The last place goes to a resync: the subscriber reaches it
@@ -119,7 +117,8 @@ type EventCounts struct {
 	// (heavy traffic, a slow database), not a lost state.
 	Missed int64
 	// Events sent to the other replicas, heard from them, and not sent
-	// (the queue was full or the NOTIFY failed); PostgreSQL only.
+	// (the queue was full, the NOTIFY failed, or one was too large for a
+	// NOTIFY); PostgreSQL only. Resyncs count as events.
 	Sent, Received, NotSent int64
 }
 

@@ -26,7 +26,7 @@ func TestEventsResumeAfterTheListenerIsKilled(t *testing.T) {
 	b := New(db, Options{ReplicaID: "rep-b"})
 	a.startBus(ctx)
 	b.startBus(ctx)
-	events, stop := a.Subscribe()
+	events, stop := a.Subscribe(nil)
 	defer stop()
 	waitConnected := func() {
 		t.Helper()

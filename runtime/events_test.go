@@ -16,9 +16,9 @@ import (
 // missed is counted for /metrics. One that keeps up misses nothing.
 func TestASubscriberBehindIsToldToResync(t *testing.T) {
 	r := New(modelstest.Open(t), Options{})
-	reader, stopReader := r.Subscribe()
+	reader, stopReader := r.Subscribe(nil)
 	defer stopReader()
-	behind, stopBehind := r.Subscribe() // not read until the end
+	behind, stopBehind := r.Subscribe(nil) // not read until the end
 	defer stopBehind()
 
 	publish := func(from, to int) {
@@ -66,7 +66,7 @@ func TestASubscriberBehindIsToldToResync(t *testing.T) {
 // wake it nor fill its buffer, however many come.
 func TestAWaiterGetsOnlyItsEventsAndResyncs(t *testing.T) {
 	r := New(modelstest.Open(t), Options{})
-	events, stop := r.SubscribeTo(callOrSessionChanged("call_mine", "ses_mine"))
+	events, stop := r.Subscribe(callOrSessionChanged("call_mine", "ses_mine"))
 	defer stop()
 	missed := r.EventCounts().Missed
 	for i := range 1000 {
@@ -168,7 +168,7 @@ func benchmarkFanout(b *testing.B, n int, filtered bool) {
 		if filtered {
 			want = func(e Event) bool { return e.ID == id }
 		}
-		events, _ := r.SubscribeTo(want)
+		events, _ := r.Subscribe(want)
 		go func() {
 			for e := range events {
 				if e.ID != id { // what a waiter's matters does

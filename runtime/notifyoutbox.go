@@ -191,7 +191,7 @@ func (r *Runtime) DeliverNotifications(ctx context.Context) {
 // is in the database, so nothing is lost across a restart).
 func (r *Runtime) StartNotifier(ctx context.Context) {
 	n := r.notifierState()
-	events, stop := r.SubscribeTo(func(e Event) bool { return e.Kind == "approval" && e.State == ApprovalPending })
+	events, stop := r.Subscribe(func(e Event) bool { return e.Kind == "approval" && e.State == ApprovalPending })
 	go func() {
 		defer stop()
 		t := time.NewTicker(n.opts.Poll)

@@ -207,7 +207,7 @@ func (r *Runtime) relaySandboxEvents(ctx context.Context, mgr *sandbox.Manager) 
 // and lose the next end (the hub drops what a full subscriber cannot
 // take, leaving a resync).
 func (r *Runtime) suspendOnSessionEnd(ctx context.Context, mgr *sandbox.Manager) {
-	events, unsubscribe := r.SubscribeTo(sessionEnded)
+	events, unsubscribe := r.Subscribe(sessionEnded)
 	defer unsubscribe()
 	ended := make(chan string, maxPendingSuspensions)
 	done := make(chan struct{})

@@ -467,10 +467,10 @@ const recheckEvery = 2 * time.Second
 
 // waitFor calls done until it reports true, waking on matching events, on a
 // periodic re-read, and giving up when d passes, ctx ends or the server stops.
-// want picks, in the publisher (see SubscribeTo), the events matters is
+// want picks, in the publisher (see Subscribe), the events matters is
 // asked about: those of the call or the session waited on.
 func (r *Runtime) waitFor(ctx context.Context, d time.Duration, want, matters func(Event) bool, done func() (bool, error)) error {
-	events, stop := r.SubscribeTo(want)
+	events, stop := r.Subscribe(want)
 	defer stop()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
