@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -35,22 +36,25 @@ func (p commitPool) BeginTx(ctx context.Context, opt *sql.TxOptions) (gorm.ConnP
 }
 
 func (p commitPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if s := p.stmts.outside(ctx, query); s != nil {
-		return s.ExecContext(ctx, args...)
+	if e := p.stmts.outside(ctx, query); e != nil {
+		defer e.unpin()
+		return e.stmt.ExecContext(ctx, args...)
 	}
 	return p.DB.ExecContext(ctx, query, args...)
 }
 
 func (p commitPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if s := p.stmts.outside(ctx, query); s != nil {
-		return s.QueryContext(ctx, args...)
+	if e := p.stmts.outside(ctx, query); e != nil {
+		defer e.unpin()
+		return e.stmt.QueryContext(ctx, args...)
 	}
 	return p.DB.QueryContext(ctx, query, args...)
 }
 
 func (p commitPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if s := p.stmts.outside(ctx, query); s != nil {
-		return s.QueryRowContext(ctx, args...)
+	if e := p.stmts.outside(ctx, query); e != nil {
+		defer e.unpin()
+		return e.stmt.QueryRowContext(ctx, args...)
 	}
 	return p.DB.QueryRowContext(ctx, query, args...)
 }
@@ -84,22 +88,25 @@ func (t *commitTx) Rollback() error {
 }
 
 func (t *commitTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if s := t.stmts.inside(ctx, query); s != nil {
-		return t.Tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+	if e := t.stmts.inside(ctx, query); e != nil {
+		defer e.unpin()
+		return t.Tx.StmtContext(ctx, e.stmt).ExecContext(ctx, args...)
 	}
 	return t.Tx.ExecContext(ctx, query, args...)
 }
 
 func (t *commitTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if s := t.stmts.inside(ctx, query); s != nil {
-		return t.Tx.StmtContext(ctx, s).QueryContext(ctx, args...)
+	if e := t.stmts.inside(ctx, query); e != nil {
+		defer e.unpin()
+		return t.Tx.StmtContext(ctx, e.stmt).QueryContext(ctx, args...)
 	}
 	return t.Tx.QueryContext(ctx, query, args...)
 }
 
 func (t *commitTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if s := t.stmts.inside(ctx, query); s != nil {
-		return t.Tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
+	if e := t.stmts.inside(ctx, query); e != nil {
+		defer e.unpin()
+		return t.Tx.StmtContext(ctx, e.stmt).QueryRowContext(ctx, args...)
 	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
 }
@@ -124,14 +131,48 @@ func (t *commitTx) QueryRowContext(ctx context.Context, query string, args ...an
 // itself, holding no connection while it waits for one; inside one, a new
 // text is prepared on the pool only if a connection is free at once, and
 // otherwise runs unprepared on the transaction.
+//
+// The cache holds at most stmtCacheMax texts. A new text when it is full
+// takes the place of one not run since the last eviction passed it (a
+// second chance, as a clock evicts), so texts met late in a server's life
+// (a feature first used after weeks) are prepared as the first ones were,
+// and lists of every length (IN clauses) come and go.
 type stmtCache struct {
 	db    *sql.DB
 	mu    sync.RWMutex
-	stmts map[string]*sql.Stmt
+	stmts map[string]*cachedStmt
+}
+
+// cachedStmt is one kept statement. A caller pins it from the moment it is
+// found until its statement has started (database/sql itself then holds
+// the statement open for the rows or the transaction's statement using
+// it), so an eviction meanwhile never closes it under that caller: the
+// last to let go of an evicted statement closes it.
+type cachedStmt struct {
+	stmt    *sql.Stmt
+	used    atomic.Bool  // run since the last eviction passed it
+	pins    atomic.Int32 // callers between finding it and starting it
+	evicted atomic.Bool  // out of the cache: closed once no one pins it
+	closing sync.Once
+}
+
+// unpin lets go of e once its statement has started; nil-safe.
+func (e *cachedStmt) unpin() {
+	if e != nil && e.pins.Add(-1) == 0 && e.evicted.Load() {
+		e.closeSoon()
+	}
+}
+
+// closeSoon closes e's statement in the background, once: closing takes
+// the lock of every connection it was prepared on, which a writer waiting
+// for SQLite's write lock may hold for the busy timeout, and the caller
+// may be the transaction holding that lock.
+func (e *cachedStmt) closeSoon() {
+	e.closing.Do(func() { go e.stmt.Close() })
 }
 
 // stmtCacheMax bounds the statements kept: queries built with lists of
-// varying length each make their own. Beyond it, new texts run unprepared.
+// varying length each make their own.
 const stmtCacheMax = 512
 
 // poolPrepareWait bounds a transaction's wait for a connection to prepare a
@@ -141,30 +182,38 @@ const stmtCacheMax = 512
 const poolPrepareWait = 20 * time.Millisecond
 
 func newStmtCache(db *sql.DB) *stmtCache {
-	return &stmtCache{db: db, stmts: map[string]*sql.Stmt{}}
+	return &stmtCache{db: db, stmts: map[string]*cachedStmt{}}
 }
 
-// get is the statement kept for query, and whether to run query without
-// preparing one now (kept, the cache full, or a text not worth keeping).
-func (c *stmtCache) get(query string) (*sql.Stmt, bool) {
+// get is the statement kept for query, pinned, and whether to run query
+// without preparing one now (kept, or a text not worth keeping).
+func (c *stmtCache) get(query string) (*cachedStmt, bool) {
 	if !cacheable(query) {
 		return nil, true
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	s := c.stmts[query]
-	return s, s != nil || len(c.stmts) >= stmtCacheMax
+	e := c.stmts[query]
+	if e == nil {
+		return nil, false
+	}
+	e.pins.Add(1)
+	if !e.used.Load() {
+		e.used.Store(true)
+	}
+	return e, true
 }
 
 // outside is the statement for query run outside a transaction, prepared
-// now if it is new; nil runs the text unprepared (the cache is full, or the
-// preparation failed: run as is, the query reports its own error).
-func (c *stmtCache) outside(ctx context.Context, query string) *sql.Stmt {
+// now if it is new, and pinned (unpin it once started); nil runs the text
+// unprepared (the preparation failed: run as is, the query reports its own
+// error).
+func (c *stmtCache) outside(ctx context.Context, query string) *cachedStmt {
 	if c == nil {
 		return nil
 	}
-	if s, known := c.get(query); known {
-		return s
+	if e, known := c.get(query); known {
+		return e
 	}
 	s, err := c.db.PrepareContext(ctx, query)
 	if err != nil {
@@ -173,16 +222,16 @@ func (c *stmtCache) outside(ctx context.Context, query string) *sql.Stmt {
 	return c.keep(query, s)
 }
 
-// inside is the statement for query run in a transaction: a new one is
-// prepared on the pool only when a connection is free for it, since
-// waiting for one could wait for this very transaction; nil runs the text
-// unprepared on the transaction.
-func (c *stmtCache) inside(ctx context.Context, query string) *sql.Stmt {
+// inside is the statement for query run in a transaction, pinned: a new
+// one is prepared on the pool only when a connection is free for it,
+// since waiting for one could wait for this very transaction; nil runs the
+// text unprepared on the transaction.
+func (c *stmtCache) inside(ctx context.Context, query string) *cachedStmt {
 	if c == nil {
 		return nil
 	}
-	if s, known := c.get(query); known {
-		return s
+	if e, known := c.get(query); known {
+		return e
 	}
 	st := c.db.Stats()
 	if st.Idle == 0 && st.MaxOpenConnections > 0 && st.OpenConnections >= st.MaxOpenConnections {
@@ -197,24 +246,59 @@ func (c *stmtCache) inside(ctx context.Context, query string) *sql.Stmt {
 	return c.keep(query, s)
 }
 
-// keep caches s for query and returns the statement to run: the one
-// another caller kept first, or nil when the cache is full (the text runs
-// unprepared). s, when not kept, is closed in the background: closing
-// takes the lock of every connection it was prepared on, which a writer
-// waiting for SQLite's write lock may hold for the busy timeout, and the
-// caller may be the transaction holding that lock.
-func (c *stmtCache) keep(query string, s *sql.Stmt) *sql.Stmt {
+// keep caches s for query, evicting another text if the cache is full,
+// and returns the statement to run, pinned: s, or the one another caller
+// kept first, in which case s is closed (in the background, see
+// closeSoon).
+func (c *stmtCache) keep(query string, s *sql.Stmt) *cachedStmt {
 	c.mu.Lock()
-	kept := c.stmts[query]
-	if kept == nil && len(c.stmts) < stmtCacheMax {
-		c.stmts[query] = s
-		kept = s
+	e := c.stmts[query]
+	if e == nil {
+		if len(c.stmts) >= stmtCacheMax {
+			c.evictLocked()
+		}
+		e = &cachedStmt{stmt: s}
+		c.stmts[query] = e
 	}
+	e.pins.Add(1)
+	e.used.Store(true)
 	c.mu.Unlock()
-	if kept != s {
+	if e.stmt != s {
 		go s.Close()
 	}
-	return kept
+	return e
+}
+
+// evictLocked drops one text: the first, in the map's random order, that
+// is neither pinned nor run since a previous eviction passed it; each one
+// passed loses its mark, so a text is dropped only once it went unused
+// between two evictions. Under c.mu, written.
+func (c *stmtCache) evictLocked() {
+	var victim string
+	for round := 0; round < 2 && victim == ""; round++ {
+		for q, e := range c.stmts {
+			if e.pins.Load() > 0 {
+				continue
+			}
+			if e.used.Swap(false) {
+				continue
+			}
+			victim = q
+			break
+		}
+	}
+	if victim == "" {
+		for q := range c.stmts { // every one pinned: a burst of new texts
+			victim = q
+			break
+		}
+	}
+	e := c.stmts[victim]
+	delete(c.stmts, victim)
+	e.evicted.Store(true)
+	if e.pins.Load() == 0 {
+		e.closeSoon()
+	}
 }
 
 // cacheable says whether query is worth a place in the cache: what the
@@ -239,10 +323,10 @@ func (c *stmtCache) close() {
 	}
 	c.mu.Lock()
 	stmts := c.stmts
-	c.stmts = map[string]*sql.Stmt{}
+	c.stmts = map[string]*cachedStmt{}
 	c.mu.Unlock()
-	for _, s := range stmts {
-		_ = s.Close()
+	for _, e := range stmts {
+		_ = e.stmt.Close()
 	}
 }
 

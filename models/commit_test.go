@@ -47,11 +47,12 @@ func cachedStatement(t *testing.T, db *DB, query string) (stmt *sql.Stmt, err er
 		t.Fatal("the SQLite handle has no statement cache")
 	}
 	db.stmts.mu.RLock()
-	st := db.stmts.stmts[query]
+	e := db.stmts.stmts[query]
 	db.stmts.mu.RUnlock()
-	if st == nil {
+	if e == nil {
 		return nil, nil
 	}
+	st := e.stmt
 	var n int64
 	return st, st.QueryRow("none").Scan(&n)
 }
@@ -157,19 +158,105 @@ func TestStatementPreparedWithThePoolFull(t *testing.T) {
 	keptStatement(t, db, "with connections free again")
 }
 
-// The cache keeps at most stmtCacheMax statements; texts beyond run
-// unprepared, and right.
-func TestStatementCacheIsBounded(t *testing.T) {
+// The cache keeps at most stmtCacheMax statements. Past that, a new text
+// takes the place of one gone unused, never of one run all along: a text
+// met late in a server's life is prepared like the first ones, and a hot
+// one stays prepared however many lists of new lengths come and go.
+func TestStatementCacheIsBoundedAndKeepsWhatIsUsed(t *testing.T) {
 	db := openSQLiteForTest(t)
-	for i := range stmtCacheMax + 20 {
+	run := func(q string, want int64) {
+		t.Helper()
 		var n int64
-		q := fmt.Sprintf("SELECT count(*) + %d FROM agents WHERE name = ?", i)
-		if err := db.Raw(q, "none").Scan(&n).Error; err != nil || n != int64(i) {
-			t.Fatalf("statement %d: %d, %v", i, n, err)
+		if err := db.Raw(q, "none").Scan(&n).Error; err != nil || n != want {
+			t.Fatalf("%s: %d, %v; want %d", q, n, err, want)
 		}
+	}
+	const hot = "SELECT count(*) FROM agents WHERE name = ? /* hot */"
+	run(hot, 0)
+	first, _ := cachedStatement(t, db, hot)
+	for i := range 3 * stmtCacheMax {
+		run(fmt.Sprintf("SELECT count(*) + %d FROM agents WHERE name = ?", i), int64(i))
+		run(hot, 0)
 	}
 	if n := len(db.stmts.stmts); n != stmtCacheMax {
 		t.Fatalf("the cache holds %d statements; want %d", n, stmtCacheMax)
+	}
+	if st, err := cachedStatement(t, db, hot); st != first || err != nil {
+		t.Errorf("the text run after every other one was evicted (kept %p, now %p, %v)", first, st, err)
+	}
+	last := fmt.Sprintf("SELECT count(*) + %d FROM agents WHERE name = ?", 3*stmtCacheMax-1)
+	if st, err := cachedStatement(t, db, last); st == nil || err != nil {
+		t.Errorf("the newest text is not prepared and kept (%v): texts met late run unprepared", err)
+	}
+}
+
+// A statement is never closed under a caller that found it in the cache:
+// evicted while pinned, it still runs, and it is closed once let go.
+func TestAnEvictedStatementClosesOnlyOnceLetGo(t *testing.T) {
+	db := openSQLiteForTest(t)
+	c := db.stmts
+	const q = "SELECT count(*) FROM agents WHERE name = ? /* evicted */"
+	e := c.outside(context.Background(), q) // pinned, as a caller holds it
+	c.mu.Lock()
+	for other, o := range c.stmts { // leave q the only text, so it is the one evicted
+		if other != q {
+			delete(c.stmts, other)
+			o.closeSoon()
+		}
+	}
+	c.evictLocked()
+	c.mu.Unlock()
+	if _, kept := c.stmts[q]; kept {
+		t.Fatal("the statement was not evicted")
+	}
+	time.Sleep(100 * time.Millisecond) // time for a close in the background
+	var n int64
+	if err := e.stmt.QueryRow("none").Scan(&n); err != nil {
+		t.Fatalf("the pinned statement, evicted, no longer runs: %v", err)
+	}
+	e.unpin()
+	waitUntil(t, "the evicted statement to close once let go", func() bool {
+		return e.stmt.QueryRow("none").Scan(&n) != nil
+	})
+}
+
+// Many goroutines running more texts than the cache holds, in and out of
+// transactions, all get their answers: an eviction never closes a
+// statement another is about to run.
+func TestEvictionsUnderLoadNeverFailAQuery(t *testing.T) {
+	db := openSQLiteForTest(t)
+	const workers, each, texts = 8, 400, 2 * stmtCacheMax
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				k := (w*7919 + i*104729) % texts
+				q := fmt.Sprintf("SELECT count(*) + %d FROM agents WHERE name = ?", k)
+				var n int64
+				var err error
+				if i%3 == 0 {
+					err = db.Transaction(func(tx *gorm.DB) error { return tx.Raw(q, "none").Scan(&n).Error })
+				} else {
+					err = db.Raw(q, "none").Scan(&n).Error
+				}
+				if err == nil && n != int64(k) {
+					err = fmt.Errorf("%s answered %d", q, n)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(db.stmts.stmts); n > stmtCacheMax {
+		t.Fatalf("the cache holds %d statements; at most %d", n, stmtCacheMax)
 	}
 }
 
@@ -305,7 +392,7 @@ func TestLosingARaceToPrepareNeverHoldsUpTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if db.stmts.keep(q, first) != first {
+	if db.stmts.keep(q, first).stmt != first {
 		t.Fatal("the first statement was not kept")
 	}
 
@@ -345,7 +432,7 @@ func TestLosingARaceToPrepareNeverHoldsUpTheCache(t *testing.T) {
 	waitUntil(t, "the writer to wait for the lock", func() bool { return sqlDB.Stats().InUse == 4 })
 
 	start := time.Now()
-	if got := db.stmts.keep(q, loser); got != first {
+	if got := db.stmts.keep(q, loser).stmt; got != first {
 		t.Fatal("the loser's statement took the place of the one kept first")
 	}
 	close(next)
