@@ -94,7 +94,7 @@ func (r *Runtime) StartSandboxes(ctx context.Context, o SandboxOptions) error {
 		Clock: r.opts.Clock, Dir: o.Dir,
 		IdleTimeout: o.IdleTimeout, RetireAfter: o.RetireAfter, MaxArchiveBytes: o.MaxArchiveBytes, Limits: o.Limits,
 		MaxRunning: o.MaxRunning, MinFreeDisk: o.MinFreeDisk,
-		Skills: r.sandboxSkills, OnUsage: r.sandboxUsage, Logger: r.opts.Log,
+		Skills: r.sandboxSkills, OnUsage: r.sandboxUsage, OnChange: r.sandboxChanged, Logger: r.opts.Log,
 		Owner: owner, RetireGate: retireGate,
 	})
 	if err != nil {
@@ -109,8 +109,7 @@ func (r *Runtime) StartSandboxes(ctx context.Context, o SandboxOptions) error {
 	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	set.stop = stop
 	r.sandboxSet.Store(set)
-	set.done.Add(2)
-	go func() { defer set.done.Done(); r.relaySandboxEvents(loopCtx, mgr) }()
+	set.done.Add(1)
 	go func() { defer set.done.Done(); r.suspendOnSessionEnd(loopCtx, mgr) }()
 	r.SetSandboxRunner(r.runSandbox)
 	return nil
@@ -178,22 +177,12 @@ func (r *Runtime) SandboxTick(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// relaySandboxEvents turns the Manager's state changes into runtime events,
-// so live pages hear about sandboxes on the same hub as calls and approvals.
-func (r *Runtime) relaySandboxEvents(ctx context.Context, mgr *sandbox.Manager) {
-	recs, unsubscribe := mgr.Subscribe(64)
-	defer unsubscribe()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case rec, ok := <-recs:
-			if !ok {
-				return
-			}
-			r.publish(Event{Kind: "sandbox", ID: rec.ID, SessionID: rec.SessionID, State: string(rec.State)})
-		}
-	}
+// sandboxChanged turns the Manager's state changes into runtime events
+// (its Config.OnChange), so live pages hear about sandboxes on the same hub
+// as calls and approvals. Publishing never blocks, and the hub itself tells
+// a subscriber that falls behind to re-read (a resync).
+func (r *Runtime) sandboxChanged(rec sandbox.Record) {
+	r.publish(Event{Kind: "sandbox", ID: rec.ID, SessionID: rec.SessionID, State: string(rec.State)})
 }
 
 // suspendOnSessionEnd suspends a session's sandboxes as soon as it ends; a

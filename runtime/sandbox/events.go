@@ -18,35 +18,11 @@ type UsageEvent struct {
 	At        time.Time
 }
 
-// Subscribe returns a channel that receives every record after a state
-// change (started, suspended, retired, failed), for live pages. A subscriber
-// that falls more than buffer changes behind misses some; it can reload
-// from the Store. Call the returned function to unsubscribe.
-func (m *Manager) Subscribe(buffer int) (<-chan Record, func()) {
-	ch := make(chan Record, max(buffer, 1))
-	m.subsMu.Lock()
-	m.nextSub++
-	id := m.nextSub
-	m.subs[id] = ch
-	m.subsMu.Unlock()
-	return ch, func() {
-		m.subsMu.Lock()
-		if _, ok := m.subs[id]; ok {
-			delete(m.subs, id)
-			close(ch)
-		}
-		m.subsMu.Unlock()
-	}
-}
-
+// notify reports a record after a state change (started, suspended,
+// retired, failed) to Config.OnChange, in the goroutine that made it.
 func (m *Manager) notify(rec Record) {
-	m.subsMu.Lock()
-	defer m.subsMu.Unlock()
-	for _, ch := range m.subs {
-		select {
-		case ch <- rec:
-		default:
-		}
+	if m.cfg.OnChange != nil {
+		m.cfg.OnChange(rec)
 	}
 }
 

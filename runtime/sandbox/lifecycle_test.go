@@ -15,9 +15,16 @@ import (
 )
 
 func TestSuspendRestoreRetireKeepOnlyTheWorkspace(t *testing.T) {
-	e := newEnv(t, nil)
-	events, stop := e.mgr.Subscribe(16)
-	defer stop()
+	events := make(chan sandbox.Record, 16)
+	e := newEnv(t, func(c *sandbox.Config) {
+		c.OnChange = func(rec sandbox.Record) {
+			select {
+			case events <- rec:
+			default:
+				t.Errorf("more state changes than expected: %s", rec.State)
+			}
+		}
+	})
 	e.exec("echo hi > notes.txt; echo scratch > /tmp/outside")
 	rec := e.wantState(sandbox.StateRunning)
 

@@ -45,8 +45,14 @@ type Config struct {
 	// Skills returns a session's skills as name -> host folder.
 	Skills  func(ctx context.Context, sessionID string) (map[string]string, error)
 	OnUsage func(UsageEvent)
-	NewID   func() string
-	Logger  *slog.Logger
+	// OnChange, when set, is called with a sandbox's record after each
+	// change of its state (started, suspended, retired, failed), in the
+	// goroutine that made the change and possibly under the Manager's
+	// locks: it must return at once and never call the Manager. Every
+	// change is reported; none is dropped for a slow listener.
+	OnChange func(Record)
+	NewID    func() string
+	Logger   *slog.Logger
 	// Owner shares sandboxes between replicas of one database (nil: this
 	// Manager's alone); RetireGate, when set, lets only one replica retire
 	// suspended sandboxes at a tick (it reports whether this one may).
@@ -74,13 +80,10 @@ type Key struct {
 // retires them when suspended long enough, and restores them from their
 // archive on the next exec. Safe for concurrent use.
 type Manager struct {
-	cfg     Config
-	mu      sync.Mutex
-	boxes   map[string]*box // by session + "\x00" + grant
-	subsMu  sync.Mutex
-	subs    map[int]chan Record
-	nextSub int
-	slots   *slots
+	cfg   Config
+	mu    sync.Mutex
+	boxes map[string]*box // by session + "\x00" + grant
+	slots *slots
 	// recoverer is the Driver's WorkspaceRecoverer, if it is one.
 	recoverer WorkspaceRecoverer
 	// nextArchiveRetry is when folders kept for a store that was down are
@@ -140,7 +143,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	recoverer, _ := cfg.Driver.(WorkspaceRecoverer)
 	sl := &slots{max: cfg.MaxRunning, running: map[string]bool{}}
 	cfg.Driver = slotDriver{Driver: cfg.Driver, slots: sl}
-	return &Manager{cfg: cfg, boxes: map[string]*box{}, subs: map[int]chan Record{}, slots: sl, recoverer: recoverer}, nil
+	return &Manager{cfg: cfg, boxes: map[string]*box{}, slots: sl, recoverer: recoverer}, nil
 }
 
 func newID() string {
