@@ -50,29 +50,44 @@ func NewMCP(h *Handlers) *MCP {
 		return e.Kind == "session" && e.State == runtime.SessionEnded
 	})
 	go func() {
-		// Events are in-process: a session ended on another replica, or just
-		// after a request checked it, is caught by the periodic sweep.
+		// A missed end (a resync in its place: this subscriber fell behind,
+		// or the replicas' bus lost events) and a session ended just after
+		// a request checked it are caught by a sweep: at once after a
+		// resync, at most every mcpResyncSweepGap, and every mcpSweepEvery.
 		sweep := time.NewTicker(mcpSweepEvery)
 		defer sweep.Stop()
+		var swept time.Time
 		for {
 			select {
 			case e, open := <-events:
 				if !open {
 					return // the runtime stopped its events: the server is stopping
 				}
-				if e.Kind == "session" && e.State == runtime.SessionEnded {
+				switch {
+				case e.Resync():
+					if time.Since(swept) >= mcpResyncSweepGap {
+						m.sweep()
+						swept = time.Now()
+					}
+				case e.Kind == "session" && e.State == runtime.SessionEnded:
 					m.forget(e.SessionID)
 				}
 			case <-sweep.C:
 				m.sweep()
+				swept = time.Now()
 			}
 		}
 	}()
 	return m
 }
 
-// mcpSweepEvery is how often endpoints of sessions no longer active are dropped.
-const mcpSweepEvery = 5 * time.Minute
+// mcpSweepEvery is how often endpoints of sessions no longer active are
+// dropped; mcpResyncSweepGap spaces the sweeps resyncs start, each of which
+// reads every session the map holds.
+const (
+	mcpSweepEvery     = 5 * time.Minute
+	mcpResyncSweepGap = 10 * time.Second
+)
 
 // sweep forgets the endpoints of sessions that have ended (or are gone).
 func (m *MCP) sweep() {

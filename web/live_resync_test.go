@@ -16,31 +16,13 @@ import (
 // listener was cut off (a database failover, pg_terminate_backend) shows
 // on the page once the listener is back, with no later event to wake it.
 func TestLiveQueueCatchesUpAfterTheEventListenerReconnects(t *testing.T) {
-	w := newWorldWith(t, askConfig, runtime.Options{ReplicaID: "rep-a"})
-	if w.rt.DB().Dialect != models.Postgres {
-		t.Skip("events cross replicas on PostgreSQL only")
-	}
-	w.rt.Start(t.Context(), time.Hour)
-	keys, _ := vault.NewKeyringFromSecret(strings.Repeat("ab", 32))
-	b := &env{t: t, clock: w.clock}
-	rtB := runtime.New(w.rt.DB(), runtime.Options{ReplicaID: "rep-b", Keys: keys, Clock: w.clock, Log: quiet, AllowPrivateEgress: true})
-	b.serve(rtB)
-	rtB.Start(t.Context(), time.Hour)
-	connected := func(want bool) func() bool {
-		return func() bool { return w.rt.EventsConnected() == want && rtB.EventsConnected() == want }
-	}
-	eventually(t, "both replicas' event listeners connect", 15*time.Second, connected(true))
+	w, b, rtB := twoReplicas(t, askConfig)
 
 	s := w.session(w.vault)
 	queue := w.browserOf().events("/approvals/events")
 	queue.next(t) // the queue as it stands: empty
 
-	var killed int
-	if err := w.rt.DB().Raw(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'LISTEN %'`).Scan(&killed).Error; err != nil || killed != 2 {
-		t.Fatalf("terminated %d listener connections (%v), want 2", killed, err)
-	}
-	eventually(t, "both listeners notice they were cut off", 5*time.Second, connected(false))
+	cutListeners(t, w.rt, rtB)
 	sent := rtB.EventCounts().Sent
 	var c struct{ Status string }
 	b.api(s.Token, "POST", "/sessions/"+s.ID+"/tool_calls", map[string]any{"tool": getEnv, "input": map[string]any{}, "wait_seconds": 0}, &c)
@@ -55,6 +37,42 @@ func TestLiveQueueCatchesUpAfterTheEventListenerReconnects(t *testing.T) {
 	// The listener comes back after a pause of a second; the page, told
 	// that events were lost, reads the queue again.
 	queue.untilData(t, `data-testid="approval-approve"`, "")
+}
+
+// twoReplicas is a world (replica A, with its runtime started) and a
+// second replica B over the same PostgreSQL database, their event
+// listeners connected; it skips on SQLite, where events stay in-process.
+func twoReplicas(t *testing.T, cfg string) (*world, *env, *runtime.Runtime) {
+	t.Helper()
+	w := newWorldWith(t, cfg, runtime.Options{ReplicaID: "rep-a"})
+	if w.rt.DB().Dialect != models.Postgres {
+		t.Skip("events cross replicas on PostgreSQL only")
+	}
+	w.rt.Start(t.Context(), time.Hour)
+	keys, _ := vault.NewKeyringFromSecret(strings.Repeat("ab", 32))
+	b := &env{t: t, clock: w.clock}
+	rtB := runtime.New(w.rt.DB(), runtime.Options{ReplicaID: "rep-b", Keys: keys, Clock: w.clock, Log: quiet, AllowPrivateEgress: true})
+	b.serve(rtB)
+	rtB.Start(t.Context(), time.Hour)
+	eventually(t, "both replicas' event listeners connect", 15*time.Second, func() bool {
+		return w.rt.EventsConnected() && rtB.EventsConnected()
+	})
+	return w, b, rtB
+}
+
+// cutListeners terminates both replicas' LISTEN connections, as a
+// database failover or pg_terminate_backend does, and waits until both
+// noticed. They come back after a pause of a second.
+func cutListeners(t *testing.T, a, b *runtime.Runtime) {
+	t.Helper()
+	var killed int
+	if err := a.DB().Raw(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'LISTEN %'`).Scan(&killed).Error; err != nil || killed != 2 {
+		t.Fatalf("terminated %d listener connections (%v), want 2", killed, err)
+	}
+	eventually(t, "both listeners notice they were cut off", 5*time.Second, func() bool {
+		return !a.EventsConnected() && !b.EventsConnected()
+	})
 }
 
 func eventually(t *testing.T, what string, d time.Duration, ok func() bool) {
@@ -122,4 +140,55 @@ func TestSandboxesTabFollowsTheSandboxLive(t *testing.T) {
 		t.Fatalf("Session.end: %d", st)
 	}
 	tab.untilData(t, `<span class="badge badge-suspended">suspended</span>`, "")
+}
+
+// An agent's MCP connection is closed when its session ends, even on a
+// replica whose event listener was cut off when another replica ended it:
+// told that events were lost, the endpoint checks the sessions it serves
+// at once instead of at its five-minute sweep.
+func TestMCPConnectionClosesWhenItsSessionEndsUnheard(t *testing.T) {
+	w, b, rtB := twoReplicas(t, everythingConfig)
+
+	s := w.session(w.vault)
+	cs := w.mcpAs(s.Token, s.ID) // on A
+	if res, err := cs.CallTool(t.Context(), echoParams("before")); err != nil || res.IsError {
+		t.Fatalf("an echo before the end: %v %+v", err, res)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- cs.Wait() }()
+
+	cutListeners(t, w.rt, rtB)
+	sent := rtB.EventCounts().Sent
+	if st := b.api(w.owner, "POST", "/sessions/"+s.ID+"/end", nil, nil); st != 200 {
+		t.Fatalf("Session.end through B: %d", st)
+	}
+	eventually(t, "B sends the session's end", 5*time.Second, func() bool { return rtB.EventCounts().Sent > sent })
+	if w.rt.EventsConnected() {
+		t.Fatal("A's listener was back before B sent the session's end: A heard it, and nothing here tests a resync")
+	}
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the MCP connection to A stayed open 20 s after its session ended through B")
+	}
+}
+
+// Ending a session closes the agents' MCP connections to it at once.
+func TestMCPConnectionClosesWhenItsSessionEnds(t *testing.T) {
+	w := newWorld(t, everythingConfig)
+	s := w.session(w.vault)
+	cs := w.mcpAs(s.Token, s.ID)
+	if res, err := cs.CallTool(t.Context(), echoParams("before")); err != nil || res.IsError {
+		t.Fatalf("an echo before the end: %v %+v", err, res)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- cs.Wait() }()
+	if st := w.api(w.owner, "POST", "/sessions/"+s.ID+"/end", nil, nil); st != 200 {
+		t.Fatalf("Session.end: %d", st)
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the MCP connection stayed open 10 s after its session ended")
+	}
 }
