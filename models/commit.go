@@ -133,14 +133,14 @@ func (t *commitTx) QueryRowContext(ctx context.Context, query string, args ...an
 // otherwise runs unprepared on the transaction.
 //
 // The cache holds at most stmtCacheMax texts. A new text when it is full
-// takes the place of one not run since the last eviction passed it (a
-// second chance, as a clock evicts), so texts met late in a server's life
-// (a feature first used after weeks) are prepared as the first ones were,
-// and lists of every length (IN clauses) come and go.
+// takes the place of the one run least recently, so texts met late in a
+// server's life (a feature first used after weeks) are prepared as the
+// first ones were, and lists of every length (IN clauses) come and go.
 type stmtCache struct {
 	db    *sql.DB
 	mu    sync.RWMutex
 	stmts map[string]*cachedStmt
+	clock atomic.Uint64 // counts the statements found or kept: their order
 }
 
 // cachedStmt is one kept statement. A caller pins it from the moment it is
@@ -150,9 +150,9 @@ type stmtCache struct {
 // last to let go of an evicted statement closes it.
 type cachedStmt struct {
 	stmt    *sql.Stmt
-	used    atomic.Bool  // run since the last eviction passed it
-	pins    atomic.Int32 // callers between finding it and starting it
-	evicted atomic.Bool  // out of the cache: closed once no one pins it
+	last    atomic.Uint64 // the cache's clock when last found or kept
+	pins    atomic.Int32  // callers between finding it and starting it
+	evicted atomic.Bool   // out of the cache: closed once no one pins it
 	closing sync.Once
 }
 
@@ -198,9 +198,7 @@ func (c *stmtCache) get(query string) (*cachedStmt, bool) {
 		return nil, false
 	}
 	e.pins.Add(1)
-	if !e.used.Load() {
-		e.used.Store(true)
-	}
+	e.last.Store(c.clock.Add(1))
 	return e, true
 }
 
@@ -261,7 +259,7 @@ func (c *stmtCache) keep(query string, s *sql.Stmt) *cachedStmt {
 		c.stmts[query] = e
 	}
 	e.pins.Add(1)
-	e.used.Store(true)
+	e.last.Store(c.clock.Add(1))
 	c.mu.Unlock()
 	if e.stmt != s {
 		go s.Close()
@@ -269,28 +267,17 @@ func (c *stmtCache) keep(query string, s *sql.Stmt) *cachedStmt {
 	return e
 }
 
-// evictLocked drops one text: the first, in the map's random order, that
-// is neither pinned nor run since a previous eviction passed it; each one
-// passed loses its mark, so a text is dropped only once it went unused
-// between two evictions. Under c.mu, written.
+// evictLocked drops the text run least recently that no caller pins (of
+// all, if every one is pinned: a burst of new texts). Under c.mu, written;
+// a scan of at most stmtCacheMax, only when a new text was prepared.
 func (c *stmtCache) evictLocked() {
 	var victim string
-	for round := 0; round < 2 && victim == ""; round++ {
-		for q, e := range c.stmts {
-			if e.pins.Load() > 0 {
-				continue
-			}
-			if e.used.Swap(false) {
-				continue
-			}
-			victim = q
-			break
-		}
-	}
-	if victim == "" {
-		for q := range c.stmts { // every one pinned: a burst of new texts
-			victim = q
-			break
+	var oldest uint64
+	pinned := true
+	for q, e := range c.stmts {
+		free := e.pins.Load() == 0
+		if last := e.last.Load(); victim == "" || (free && pinned) || (free == !pinned && last < oldest) {
+			victim, oldest, pinned = q, last, !free
 		}
 	}
 	e := c.stmts[victim]
@@ -316,7 +303,8 @@ func cacheable(query string) bool {
 	return strings.EqualFold(q[:5], "WITH ")
 }
 
-// close closes every kept statement, with the pool.
+// close closes every kept statement, pinned or not, as the pool closes: a
+// query starting meanwhile fails, as it would on the closed pool.
 func (c *stmtCache) close() {
 	if c == nil {
 		return

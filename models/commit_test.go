@@ -159,9 +159,10 @@ func TestStatementPreparedWithThePoolFull(t *testing.T) {
 }
 
 // The cache keeps at most stmtCacheMax statements. Past that, a new text
-// takes the place of one gone unused, never of one run all along: a text
-// met late in a server's life is prepared like the first ones, and a hot
-// one stays prepared however many lists of new lengths come and go.
+// takes the place of the one run least recently, never of one run all
+// along: a text met late in a server's life is prepared like the first
+// ones, and a hot one stays prepared however many lists of new lengths
+// come and go.
 func TestStatementCacheIsBoundedAndKeepsWhatIsUsed(t *testing.T) {
 	db := openSQLiteForTest(t)
 	run := func(q string, want int64) {
