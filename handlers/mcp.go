@@ -49,47 +49,62 @@ func NewMCP(h *Handlers) *MCP {
 	events, _ := h.RT.Subscribe(func(e runtime.Event) bool {
 		return e.Kind == "session" && e.State == runtime.SessionEnded
 	})
-	go func() {
-		// A missed end (a resync in its place: this subscriber fell behind,
-		// or the replicas' bus lost events) and a session ended just after
-		// a request checked it are caught by a sweep: at once after a
-		// resync, at most every mcpResyncSweepGap, and every mcpSweepEvery.
-		sweep := time.NewTicker(mcpSweepEvery)
-		defer sweep.Stop()
-		var swept time.Time
-		for {
-			select {
-			case e, open := <-events:
-				if !open {
-					return // the runtime stopped its events: the server is stopping
-				}
-				switch {
-				case e.Resync():
-					if time.Since(swept) >= mcpResyncSweepGap {
-						m.sweep()
-						swept = time.Now()
-					}
-				case e.Kind == "session" && e.State == runtime.SessionEnded:
-					m.forget(e.SessionID)
-				}
-			case <-sweep.C:
-				m.sweep()
-				swept = time.Now()
-			}
-		}
-	}()
+	go m.watch(events)
 	return m
 }
 
+// watch forgets the endpoints of sessions as they end. A missed end (a
+// resync in its place: this subscriber fell behind, or the replicas' bus
+// lost events) and a session ended just after a request checked it are
+// caught by a sweep: after a resync, at once or as soon as
+// mcpResyncSweepGap has passed since the last sweep, and every
+// mcpSweepEvery.
+func (m *MCP) watch(events <-chan runtime.Event) {
+	tick := time.NewTicker(mcpSweepEvery)
+	defer tick.Stop()
+	var swept time.Time
+	var later <-chan time.Time // a resync's sweep, put off to keep the gap
+	sweep := func() {
+		m.sweep()
+		swept, later = time.Now(), nil
+	}
+	for {
+		select {
+		case e, open := <-events:
+			if !open {
+				return // the runtime stopped its events: the server is stopping
+			}
+			switch {
+			case e.Resync():
+				if wait := mcpResyncSweepGap - time.Since(swept); wait <= 0 {
+					sweep()
+				} else if later == nil {
+					later = time.After(wait)
+				}
+			case e.Kind == "session" && e.State == runtime.SessionEnded:
+				m.forget(e.SessionID)
+			}
+		case <-later:
+			sweep()
+		case <-tick.C:
+			sweep()
+		}
+	}
+}
+
 // mcpSweepEvery is how often endpoints of sessions no longer active are
-// dropped; mcpResyncSweepGap spaces the sweeps resyncs start, each of which
-// reads every session the map holds.
+// dropped; mcpResyncSweepGap spaces the sweeps resyncs ask for, each of
+// which reads every session the map holds; mcpSweepPatience bounds one
+// sweep's reads (the rest wait for the next).
 const (
 	mcpSweepEvery     = 5 * time.Minute
 	mcpResyncSweepGap = 10 * time.Second
+	mcpSweepPatience  = 30 * time.Second
 )
 
-// sweep forgets the endpoints of sessions that have ended (or are gone).
+// sweep forgets the endpoints of sessions that have ended or are gone. A
+// session it cannot read (the database failing, which is also when
+// resyncs come) keeps its endpoint and its agents' connections.
 func (m *MCP) sweep() {
 	m.mu.Lock()
 	ids := make([]string, 0, len(m.sessions))
@@ -97,8 +112,11 @@ func (m *MCP) sweep() {
 		ids = append(ids, id)
 	}
 	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), mcpSweepPatience)
+	defer cancel()
 	for _, id := range ids {
-		if m.h.RT.AuthorizeSession(context.Background(), runtime.System, id) != nil {
+		err := m.h.RT.AuthorizeSession(ctx, runtime.System, id)
+		if e, ok := runtime.AsError(err); ok && (e.Code == "session_ended" || e.Kind == runtime.KindNotFound) {
 			m.forget(id)
 		}
 	}
