@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/runtime/tools"
@@ -20,7 +23,20 @@ const maxJSONDepth = 64
 // can be stored (tools.BadJSONText). encoding/json would take the last of
 // two keys, ignore what follows the value and mend broken text into U+FFFD;
 // each of these is refused instead, naming the field by its JSON path.
+//
+// Most bodies are checked in one quick pass over their bytes (plainJSON);
+// only one it cannot vouch for is read token by token, which finds and
+// names the problem, if there is one.
 func checkJSONBody(body []byte) error {
+	if plainJSON(body) {
+		return nil
+	}
+	return scanJSONBody(body)
+}
+
+// scanJSONBody is checkJSONBody token by token: the first problem in the
+// body's order, named by its JSON path.
+func scanJSONBody(body []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := scanValue(dec, body, "", 0); err != nil {
 		return err
@@ -31,6 +47,142 @@ func checkJSONBody(body []byte) error {
 			Detail: fmt.Sprintf("the body holds more after its JSON value ends (at byte %d): send one value", off)}
 	}
 	return nil
+}
+
+// plainJSON reports whether body is sure to pass checkJSONBody's rules: one
+// valid JSON value of valid UTF-8, nested no deeper than maxJSONDepth, no
+// \u escape that could decode to a NUL or a lone surrogate, and no object
+// giving a key twice. It errs only towards false: a key holding an escape,
+// a \u0000 or any surrogate escape (a valid pair included), or nesting
+// near the limit sends the body to the token-by-token check. It allocates
+// nothing for objects of up to plainKeysLinear keys.
+func plainJSON(body []byte) bool {
+	if !json.Valid(body) || !utf8.Valid(body) {
+		return false
+	}
+	for at := 0; ; {
+		i := bytes.Index(body[at:], []byte(`\u`))
+		if i < 0 {
+			break
+		}
+		at += i + 2
+		// A \u is an escape when an odd run of backslashes ends at it (in
+		// "\\u" the backslash is escaped); valid JSON puts four hex digits
+		// after one.
+		run := 1
+		for j := at - 3; j >= 0 && body[j] == '\\'; j-- {
+			run++
+		}
+		if run%2 == 0 {
+			continue
+		}
+		if r := hex4(body[at:]); r <= 0 || (r >= 0xd800 && r <= 0xdfff) {
+			return false
+		}
+	}
+	type open struct {
+		object  bool
+		wantKey bool
+		keys    int // where its keys start in keys
+		set     map[string]struct{}
+	}
+	var stackBuf [16]open
+	var keysBuf [32][]byte
+	stack, keys := stackBuf[:0], keysBuf[:0]
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '{', '[':
+			// A value nested maxJSONDepth deep is still allowed; inside
+			// this one it would not be: leave the exact line to the check.
+			if len(stack) >= maxJSONDepth {
+				return false
+			}
+			stack = append(stack, open{object: body[i] == '{', wantKey: body[i] == '{', keys: len(keys)})
+		case '}', ']':
+			top := stack[len(stack)-1]
+			keys = keys[:top.keys]
+			stack = stack[:len(stack)-1]
+		case ',':
+			if top := &stack[len(stack)-1]; top.object {
+				top.wantKey = true
+			}
+		case '"':
+			end := i + 1
+			for body[end] != '"' {
+				if body[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			if n := len(stack); n > 0 && stack[n-1].wantKey {
+				top := &stack[n-1]
+				top.wantKey = false
+				key := body[i+1 : end]
+				if bytes.IndexByte(key, '\\') >= 0 {
+					return false // compared as decoded by the check
+				}
+				if top.set != nil {
+					if _, dup := top.set[string(key)]; dup {
+						return false
+					}
+					top.set[string(key)] = struct{}{}
+				} else {
+					for _, k := range keys[top.keys:] {
+						if bytes.Equal(k, key) {
+							return false
+						}
+					}
+					keys = append(keys, key)
+					if len(keys)-top.keys > plainKeysLinear {
+						top.set = make(map[string]struct{}, 2*plainKeysLinear)
+						for _, k := range keys[top.keys:] {
+							top.set[string(k)] = struct{}{}
+						}
+					}
+				}
+			}
+			i = end
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			end := i + 1
+			for end < len(body) && strings.IndexByte("0123456789+-.eE", body[end]) >= 0 {
+				end++
+			}
+			// The scan reads numbers as float64s and refuses one beyond
+			// their range (1e400); only a long one or one with an exponent
+			// can be.
+			if num := body[i:end]; len(num) > 300 || bytes.IndexAny(num, "eE") >= 0 {
+				if _, err := strconv.ParseFloat(string(num), 64); err != nil {
+					return false
+				}
+			}
+			i = end - 1
+		}
+	}
+	return true
+}
+
+// plainKeysLinear is how many keys of one object plainJSON compares one by
+// one before it keeps them in a map.
+const plainKeysLinear = 16
+
+// hex4 is the value of the four hex digits b starts with, or -1.
+func hex4(b []byte) int {
+	if len(b) < 4 {
+		return -1
+	}
+	v := 0
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c|0x20 >= 'a' && c|0x20 <= 'f':
+			c = (c | 0x20) - 'a' + 10
+		default:
+			return -1
+		}
+		v = v<<4 | int(c)
+	}
+	return v
 }
 
 func scanValue(dec *json.Decoder, body []byte, path string, depth int) error {

@@ -71,3 +71,59 @@ func FuzzDecodeStrict(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlainJSONVouchesOnlyForWhatTheScanAccepts: the quick pass may send a
+// good body to the token-by-token scan, but never let through one the scan
+// refuses; and the bodies people send are the quick pass's.
+func FuzzPlainJSONVouchesOnlyForWhatTheScanAccepts(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `"x"`, `1`, `{"a":1,"a":2}`, `{"a":{"b":1},"b":{"a":1}}`, `{"a\u0062":1,"ab":2}`,
+		`{"a":"\u0000"}`, `{"a":"\\u0000"}`, `{"a":"\\\u0000"}`, `{"a":"\ud83d\ude00"}`, `{"a":"\udc00"}`, `{"a":"C:\\users"}`,
+		"{\"a\":\"\xff\"}", `{"a":1}{"b":2}`, `{"a":1} x`, strings.Repeat(`[`, 64) + strings.Repeat(`]`, 64),
+		strings.Repeat(`[`, 65) + `1` + strings.Repeat(`]`, 65), `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,` +
+			`"k9":9,"k10":0,"k11":1,"k12":2,"k13":3,"k14":4,"k15":5,"k16":6,"k17":7,"k3":8}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if plainJSON(body) {
+			if err := scanJSONBody(body); err != nil {
+				t.Fatalf("the quick pass let through %q, which the scan refuses: %v", body, err)
+			}
+		}
+	})
+}
+
+// The quick pass takes what agents and people send, escapes and all, and
+// leaves every doubtful body to the scan, which names its problem.
+func TestPlainJSONTakesTheCommonBodiesAndLeavesTheDoubtful(t *testing.T) {
+	for _, s := range []string{
+		`{"tool":"sandbox__w__exec","input":{"command":"printf 'a\n\tb' > \"x y\""},"wait_seconds":30}`,
+		`{"input":{"path":"C:\\users\\u00e9","text":"caf\u00e9 \u2014 ok","list":[1,2.5e3,-0,true,false,null,{}]}}`,
+		`{"a":{"k":1},"b":{"k":2},"c":[{"k":3},{"k":3}]}`,
+		`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":0,"k11":1,"k12":2,"k13":3,"k14":4,"k15":5,"k16":6,"k17":7}`,
+		`{"a":"\\u0000 is how JSON writes a NUL"}`,
+		strings.Repeat(`[`, 63) + strings.Repeat(`]`, 63),
+	} {
+		if !plainJSON([]byte(s)) {
+			t.Errorf("the quick pass sent a plain body to the scan: %s", s)
+		}
+	}
+	for _, c := range []struct{ body, code string }{
+		{`{"a":1,"b":{"c":2,"c":3}}`, "duplicate_key"},
+		{`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":0,"k11":1,"k12":2,"k13":3,"k14":4,"k15":5,"k16":6,"k17":7,"k9":8}`, "duplicate_key"},
+		{`{"a":"x\u0000y"}`, "invalid_text"},
+		{`{"a":"\\\u0000"}`, "invalid_text"},
+		{`{"a":"\ud800"}`, "invalid_text"},
+		{"{\"a\":\"\xff\"}", "invalid_text"},
+		{`{"a":1} {}`, "trailing_data"},
+		{strings.Repeat(`[`, 66) + strings.Repeat(`]`, 66), "too_deep"},
+		{`{"a":1e400}`, "invalid_type"}, // beyond a float64, as the scan reads numbers
+	} {
+		if plainJSON([]byte(c.body)) {
+			t.Errorf("the quick pass vouched for %q", c.body)
+		}
+		e, _ := runtime.AsError(checkJSONBody([]byte(c.body)))
+		if e == nil || e.Code != c.code {
+			t.Errorf("checkJSONBody(%q) = %v, want %s", c.body, e, c.code)
+		}
+	}
+}
