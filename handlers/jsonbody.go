@@ -264,11 +264,8 @@ func decodeStrict(body []byte, v any) error {
 	if err := checkJSONBody(body); err != nil {
 		return err
 	}
-	var tree any
-	if err := json.Unmarshal(body, &tree); err == nil {
-		if err := checkExactKeys(tree, reflect.TypeOf(v), ""); err != nil {
-			return err
-		}
+	if err := checkExactKeys(body, reflect.TypeOf(v), ""); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

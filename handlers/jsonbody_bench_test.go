@@ -31,3 +31,29 @@ func BenchmarkCheckJSONBody(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeStrict: a tool call's body decoded as the API decodes it
+// (checked, keys compared in their case, then decoded into the verb's
+// input).
+func BenchmarkDecodeStrict(b *testing.B) {
+	type toolCall struct {
+		Tool        string         `json:"tool"`
+		Input       map[string]any `json:"input"`
+		WaitSeconds int            `json:"wait_seconds"`
+	}
+	for _, c := range []struct{ name, body string }{
+		{"exec", `{"tool":"sandbox__workbench__exec","input":{"command":"true"},"wait_seconds":30}`},
+		{"4MiB_numbers", `{"tool":"x","input":{"a":[` + strings.Repeat("1,", 2_000_000) + `1]}}`},
+	} {
+		body := []byte(c.body)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				var v toolCall
+				if err := decodeStrict(body, &v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/subako/subako/runtime/tools"
 )
@@ -20,18 +21,23 @@ var (
 // the last, so {"name": "a", "NAME": "b"} passes the repeated-key check and
 // takes "b", and {"Name": "a"} is taken though the API has no such field.
 // Values the type decodes itself (json.RawMessage, maps, any) are free.
-func checkExactKeys(v any, t reflect.Type, path string) error {
+//
+// raw is read level by level, and only where t has field names below: a
+// tool's input (any, a map of any, raw JSON) is never decoded here, so a
+// large one costs a scan, not a tree of values. A raw value of the wrong
+// type is left to the decoder, which names it.
+func checkExactKeys(raw json.RawMessage, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+	if !namesFields(t) {
 		return nil
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil // a wrong type: the decoder names it
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			return nil
 		}
 		fields := map[string]reflect.Type{}
 		jsonFields(t, fields)
@@ -50,14 +56,20 @@ func checkExactKeys(v any, t reflect.Type, path string) error {
 			}
 		}
 	case reflect.Slice, reflect.Array:
-		arr, _ := v.([]any)
+		var arr []json.RawMessage
+		if json.Unmarshal(raw, &arr) != nil {
+			return nil
+		}
 		for i, val := range arr {
 			if err := checkExactKeys(val, t.Elem(), tools.IndexPath(path, i)); err != nil {
 				return err
 			}
 		}
 	case reflect.Map:
-		obj, _ := v.(map[string]any)
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			return nil
+		}
 		for key, val := range obj {
 			if err := checkExactKeys(val, t.Elem(), tools.JoinPath(path, key)); err != nil {
 				return err
@@ -65,6 +77,37 @@ func checkExactKeys(v any, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// namesFields reports whether a value of t, decoded by encoding/json, may
+// match an object key to a struct field's name: t is a struct, or holds
+// one, that does not decode itself. Kept per type.
+func namesFields(t reflect.Type) bool {
+	if v, ok := fieldNamers.Load(t); ok {
+		return v.(bool)
+	}
+	v := namesFieldsIn(t, map[reflect.Type]bool{})
+	fieldNamers.Store(t, v)
+	return v
+}
+
+var fieldNamers sync.Map // reflect.Type -> bool
+
+func namesFieldsIn(t reflect.Type, seen map[reflect.Type]bool) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if seen[t] || reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Struct:
+		return true
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return namesFieldsIn(t.Elem(), seen)
+	}
+	return false
 }
 
 // jsonFields collects the JSON names of t's fields as encoding/json sees
