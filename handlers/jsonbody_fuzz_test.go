@@ -80,7 +80,12 @@ func FuzzPlainJSONVouchesOnlyForWhatTheScanAccepts(f *testing.F) {
 		`{"a":"\u0000"}`, `{"a":"\\u0000"}`, `{"a":"\\\u0000"}`, `{"a":"\ud83d\ude00"}`, `{"a":"\udc00"}`, `{"a":"C:\\users"}`,
 		"{\"a\":\"\xff\"}", `{"a":1}{"b":2}`, `{"a":1} x`, strings.Repeat(`[`, 64) + strings.Repeat(`]`, 64),
 		strings.Repeat(`[`, 65) + `1` + strings.Repeat(`]`, 65), `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,` +
-			`"k9":9,"k10":0,"k11":1,"k12":2,"k13":3,"k14":4,"k15":5,"k16":6,"k17":7,"k3":8}`} {
+			`"k9":9,"k10":0,"k11":1,"k12":2,"k13":3,"k14":4,"k15":5,"k16":6,"k17":7,"k3":8}`,
+		strings.Repeat(`[`, 64) + `1` + strings.Repeat(`]`, 64), strings.Repeat(`[`, 65) + strings.Repeat(`]`, 65),
+		// An object past the linear keys, then holding objects past them too.
+		`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":0,"k11":1,"k12":2,"k13":3,"k14":4,"k15":5,"k16":6,` +
+			`"in":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":0,"k11":1,"k12":2,"k13":3,"k14":4,"k15":5,"k16":6,"k17":7},` +
+			`"k17":7,"in2":{"k0":0,"k0x":1},"k18":8,"k0":9}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
