@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/subako/subako/runtime/vault"
 )
 
 // Fetch records one http_fetch a call made, for the call's record. It holds no
@@ -86,11 +88,25 @@ func (f *fetcher) do(ctx context.Context, raw []byte, rec *Fetch) (wireResponse,
 	if err != nil {
 		return wireResponse{}, err
 	}
-	guestOnly := req.Header.Clone()
 	// The guest's request is fully copied out of its memory by now; the
 	// credential goes only onto the host-side copy each hop sends, and a
-	// refreshable one is refreshed and sent again once after a 401.
-	client := &http.Client{Transport: &attachTransport{base: f.transport, attach: f.credentials}, CheckRedirect: f.checkRedirect(guestOnly)}
+	// refreshable one is refreshed and sent again once after a 401. What
+	// was attached is kept, to be masked out of the answer: a server that
+	// echoes the request's headers must not hand the credential to the
+	// guest. The answer is then read decoded (the transport asks for gzip
+	// itself), so an echo cannot hide in a compressed body.
+	var secrets []string
+	attach := f.credentials
+	if attach != nil {
+		attach = func(r *http.Request) {
+			before := r.Header.Clone()
+			f.credentials(r)
+			secrets = append(secrets, vault.HeaderSecrets(r.Header, before)...)
+		}
+		req.Header.Del("Accept-Encoding")
+	}
+	guestOnly := req.Header.Clone()
+	client := &http.Client{Transport: &attachTransport{base: f.transport, attach: attach}, CheckRedirect: f.checkRedirect(guestOnly)}
 	resp, err := client.Do(req)
 	if err != nil {
 		var refused *redirectError
@@ -104,7 +120,7 @@ func (f *fetcher) do(ctx context.Context, raw []byte, rec *Fetch) (wireResponse,
 		return wireResponse{}, fmt.Errorf("http_fetch: %s %s: %w", req.Method, rec.URL, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
-	return f.readResponse(resp, rec)
+	return f.readResponse(resp, rec, secrets)
 }
 
 func (f *fetcher) newRequest(ctx context.Context, raw []byte, rec *Fetch) (*http.Request, error) {
@@ -170,7 +186,9 @@ func (f *fetcher) allowed(u *url.URL) error {
 	return nil
 }
 
-func (f *fetcher) readResponse(resp *http.Response, rec *Fetch) (wireResponse, error) {
+// readResponse is the answer for the guest, each of secrets (the
+// credentials attached on the way) overwritten in its body and headers.
+func (f *fetcher) readResponse(resp *http.Response, rec *Fetch, secrets []string) (wireResponse, error) {
 	limit := f.caps.MaxFetchResponseBytes
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
@@ -180,7 +198,9 @@ func (f *fetcher) readResponse(resp *http.Response, rec *Fetch) (wireResponse, e
 		return wireResponse{}, fmt.Errorf("http_fetch: %s %s: response body exceeds the limit of %d bytes", rec.Method, rec.URL, limit)
 	}
 	rec.Status, rec.ResponseBytes = resp.StatusCode, len(body)
+	vault.Mask(body, secrets)
 	out := wireResponse{Status: resp.StatusCode, Headers: responseHeaders(resp.Header)}
+	vault.MaskHeader(out.Headers, secrets)
 	if utf8.Valid(body) {
 		s := string(body)
 		out.Body = &s

@@ -1,6 +1,8 @@
 package fn
 
 import (
+	"compress/gzip"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,11 +29,26 @@ func echoServer(t *testing.T, hits *atomic.Int32) *httptest.Server {
 			w.Header().Set("X-Kept", "yes")
 		}
 		body, _ := io.ReadAll(r.Body)
-		json.NewEncoder(w).Encode(map[string]any{
+		auth := r.Header.Get("Authorization")
+		echo := map[string]any{
 			"method": r.Method, "path": r.URL.Path, "body": string(body),
-			"authorization": r.Header.Get("Authorization"), "x_api_key": r.Header.Get("X-Api-Key"),
+			"authorization": auth, "x_api_key": r.Header.Get("X-Api-Key"),
 			"cookie": r.Header.Get("Cookie"), "x_test": r.Header.Get("X-Test"),
-		})
+			// What the server was sent, which the guest may see: the
+			// credential itself is masked in what it gets back.
+			"authorization_sha256": fmt.Sprintf("%x", sha256.Sum256([]byte(auth))),
+		}
+		if r.URL.Path == "/echo-everywhere" {
+			w.Header().Set("X-Echo", "you sent "+auth)
+			if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+				w.Header().Set("Content-Encoding", "gzip")
+				zw := gzip.NewWriter(w)
+				json.NewEncoder(zw).Encode(echo)
+				zw.Close()
+				return
+			}
+		}
+		json.NewEncoder(w).Encode(echo)
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -46,6 +63,7 @@ type fetched struct {
 
 type seen struct {
 	Method, Path, Body, Authorization, Cookie string
+	AuthorizationSHA256                       string `json:"authorization_sha256"`
 	XAPIKey                                   string `json:"x_api_key"`
 	XTest                                     string `json:"x_test"`
 }
@@ -88,9 +106,12 @@ func TestFetchDropsGuestCredentialsAndAttachesTheVaults(t *testing.T) {
 			if err := json.Unmarshal([]byte(out.Body), &s); err != nil {
 				t.Fatal(err)
 			}
-			if s.Authorization != tt.wantAuth || s.XAPIKey != "" || s.Cookie != "" {
-				t.Fatalf("server saw Authorization %q, X-Api-Key %q, Cookie %q; want %q and no guest credentials",
-					s.Authorization, s.XAPIKey, s.Cookie, tt.wantAuth)
+			if s.AuthorizationSHA256 != sha(tt.wantAuth) || s.XAPIKey != "" || s.Cookie != "" {
+				t.Fatalf("server saw Authorization %q (sha256 %s), X-Api-Key %q, Cookie %q; want %q and no guest credentials",
+					s.Authorization, s.AuthorizationSHA256, s.XAPIKey, s.Cookie, tt.wantAuth)
+			}
+			if tt.wantAuth != "" && s.Authorization != strings.Repeat("*", len(tt.wantAuth)) {
+				t.Fatalf("the guest was handed the echoed credential: %q", s.Authorization)
 			}
 			if s.XTest != "kept" || s.Method != "POST" || s.Body != "hello" {
 				t.Fatalf("server saw %+v, want the guest's method, body and ordinary header", s)
@@ -172,8 +193,8 @@ func TestFetchChecksEveryRedirectHop(t *testing.T) {
 		}
 		var s seen
 		json.Unmarshal([]byte(out.Body), &s)
-		if want := "Bearer token-for-" + strings.TrimPrefix(target.URL, "http://"); s.Authorization != want {
-			t.Fatalf("target saw Authorization %q, want %q (its own, not the first hop's)", s.Authorization, want)
+		if want := "Bearer token-for-" + strings.TrimPrefix(target.URL, "http://"); s.AuthorizationSHA256 != sha(want) {
+			t.Fatalf("target saw Authorization %q (masked), want %q (its own, not the first hop's)", s.Authorization, want)
 		}
 	})
 	t.Run("loops stop at the redirect limit", func(t *testing.T) {
@@ -259,5 +280,41 @@ func TestFetchTimeout(t *testing.T) {
 	_, _, err := fetchCall(t, e, CallRequest{Origins: []string{slow.URL}}, map[string]any{"url": slow.URL})
 	if !errors.Is(err, ErrToolFailed) || !strings.Contains(err.Error(), "no answer within the fetch timeout of 100ms") {
 		t.Fatalf("Call = %v, want the fetch timeout named", err)
+	}
+}
+
+func sha(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
+
+// A server that repeats the credential it was sent, in its body, in a
+// header, or in a body compressed because the guest asked for gzip, never
+// hands it to the function: each copy comes back as '*'s.
+func TestFetchMasksAnEchoedCredential(t *testing.T) {
+	e := sharedEngine(t)
+	var hits atomic.Int32
+	srv := echoServer(t, &hits)
+	const token = "s3cr3t-vault-token-0123"
+	creds := func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token) }
+	out, _, err := fetchCall(t, e, CallRequest{Origins: []string{srv.URL}, Credentials: creds},
+		map[string]any{"url": srv.URL + "/echo-everywhere", "headers": map[string]string{"Accept-Encoding": "gzip"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(out)
+	if zr, err := gzip.NewReader(strings.NewReader(out.Body)); err == nil { // handed on compressed
+		raw, _ := io.ReadAll(zr)
+		got = append(got, raw...)
+	}
+	if strings.Contains(string(got), token) {
+		t.Fatalf("the function was handed the credential: %s", got)
+	}
+	var s seen
+	if err := json.Unmarshal([]byte(out.Body), &s); err != nil {
+		t.Fatalf("the answer is not the echo, read decoded: %v (%s)", err, got)
+	}
+	if s.AuthorizationSHA256 != sha("Bearer "+token) || s.Authorization != strings.Repeat("*", len("Bearer "+token)) {
+		t.Fatalf("echo %+v; want the credential sent and masked in what came back", s)
+	}
+	if h := out.Headers["X-Echo"]; len(h) != 1 || h[0] != "you sent "+strings.Repeat("*", len("Bearer "+token)) {
+		t.Fatalf("X-Echo %q; want the credential masked", h)
 	}
 }

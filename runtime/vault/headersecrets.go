@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"bytes"
 	"encoding/base64"
 	"net/http"
 	"slices"
@@ -41,4 +42,40 @@ func HeaderSecrets(after, before http.Header) []string {
 	}
 	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
+}
+
+// Mask overwrites, in place, every occurrence in b of each of secrets
+// (those of 4 bytes or more, as HeaderSecrets gives them) with as many
+// '*': an answer that repeats the credential it was sent (a server echoing
+// the request's headers) does not hand it on. Lengths are kept.
+func Mask(b []byte, secrets []string) {
+	for _, s := range secrets {
+		if len(s) < 4 {
+			continue
+		}
+		for i := 0; ; {
+			j := bytes.Index(b[i:], []byte(s))
+			if j < 0 {
+				break
+			}
+			for k := range len(s) {
+				b[i+j+k] = '*'
+			}
+			i += j + len(s)
+		}
+	}
+}
+
+// MaskHeader overwrites each of secrets in h's values, as Mask does.
+func MaskHeader(h http.Header, secrets []string) {
+	for _, vs := range h {
+		for i, v := range vs {
+			for _, s := range secrets {
+				if len(s) >= 4 {
+					v = strings.ReplaceAll(v, s, strings.Repeat("*", len(s)))
+				}
+			}
+			vs[i] = v
+		}
+	}
 }

@@ -1,10 +1,9 @@
 package proxy
 
 import (
-	"bytes"
 	"io"
-	"net/http"
-	"strings"
+
+	"github.com/subako/subako/runtime/vault"
 )
 
 // maskReader is body with every occurrence of each secret overwritten by as
@@ -12,10 +11,9 @@ import (
 // request's headers) does not hand it to the sandbox. Lengths are kept, so
 // a Content-Length stays true.
 func maskReader(body io.ReadCloser, secrets []string) io.ReadCloser {
-	m := &masker{body: body}
+	m := &masker{body: body, secrets: secrets}
 	for _, s := range secrets {
 		if len(s) >= 4 {
-			m.secrets = append(m.secrets, []byte(s))
 			m.keep = max(m.keep, len(s)-1)
 		}
 	}
@@ -24,7 +22,7 @@ func maskReader(body io.ReadCloser, secrets []string) io.ReadCloser {
 
 type masker struct {
 	body    io.ReadCloser
-	secrets [][]byte
+	secrets []string
 	keep    int    // bytes held back: a secret may continue in the next read
 	pending []byte // read, masked as far as known, not yet released
 	out     []byte
@@ -59,35 +57,9 @@ func (m *masker) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (m *masker) mask() {
-	for _, s := range m.secrets {
-		for i := 0; ; {
-			j := bytes.Index(m.pending[i:], s)
-			if j < 0 {
-				break
-			}
-			copy(m.pending[i+j:], bytes.Repeat([]byte{'*'}, len(s)))
-			i += j + len(s)
-		}
-	}
-}
+func (m *masker) mask() { vault.Mask(m.pending, m.secrets) }
 
 func (m *masker) Close() error { return m.body.Close() }
-
-// maskHeader overwrites each secret in an answer's header values, as
-// maskReader does in its body.
-func maskHeader(h http.Header, secrets []string) {
-	for _, vs := range h {
-		for i, v := range vs {
-			for _, s := range secrets {
-				if len(s) >= 4 {
-					v = strings.ReplaceAll(v, s, strings.Repeat("*", len(s)))
-				}
-			}
-			vs[i] = v
-		}
-	}
-}
 
 // clip is s cut to n bytes, for an error naming what a host sent.
 func clip(s string, n int) string {

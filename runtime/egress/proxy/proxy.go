@@ -590,7 +590,7 @@ func (p *Proxy) forward(w io.Writer, req *http.Request, scheme, hostport string)
 		}
 		resp.Trailer = nil
 		if len(secrets) > 0 {
-			maskHeader(resp.Header, secrets)
+			vault.MaskHeader(resp.Header, secrets)
 			resp.Body = maskReader(resp.Body, secrets)
 		}
 	}
