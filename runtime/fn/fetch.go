@@ -78,7 +78,16 @@ func (f *fetcher) fetch(ctx context.Context, raw []byte) []byte {
 	return out
 }
 
-func (f *fetcher) do(ctx context.Context, raw []byte, rec *Fetch) (wireResponse, error) {
+func (f *fetcher) do(ctx context.Context, raw []byte, rec *Fetch) (_ wireResponse, err error) {
+	var secrets []string // what the vault attached, hop by hop
+	defer func() {
+		// An error may quote what a server sent (a Location header it
+		// could not follow, say), and a server may have put the
+		// credential there.
+		if err != nil && len(secrets) > 0 {
+			err = errors.New(vault.MaskString(err.Error(), secrets))
+		}
+	}()
 	if len(f.fetches) >= f.caps.MaxFetches {
 		return wireResponse{}, fmt.Errorf("http_fetch: a call may fetch at most %d times", f.caps.MaxFetches)
 	}
@@ -95,7 +104,6 @@ func (f *fetcher) do(ctx context.Context, raw []byte, rec *Fetch) (wireResponse,
 	// echoes the request's headers must not hand the credential to the
 	// guest. The answer is then read decoded (the transport asks for gzip
 	// itself), so an echo cannot hide in a compressed body.
-	var secrets []string
 	attach := f.credentials
 	if attach != nil {
 		attach = func(r *http.Request) {
@@ -196,6 +204,13 @@ func (f *fetcher) readResponse(resp *http.Response, rec *Fetch, secrets []string
 	}
 	if len(body) > limit {
 		return wireResponse{}, fmt.Errorf("http_fetch: %s %s: response body exceeds the limit of %d bytes", rec.Method, rec.URL, limit)
+	}
+	// An answer encoded other than the gzip the transport asked for and
+	// undid (deflate, br, zstd, or gzip after a guest's Range, which stops
+	// the transport asking) would carry the credential past the mask.
+	if ce := resp.Header.Get("Content-Encoding"); len(secrets) > 0 && len(body) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
+		return wireResponse{}, fmt.Errorf("http_fetch: %s %s: answered encoded as %.40q without being asked: an answer to a request "+
+			"with a credential attached must be plain or gzip, so the credential can be kept out of it", rec.Method, rec.URL, ce)
 	}
 	rec.Status, rec.ResponseBytes = resp.StatusCode, len(body)
 	vault.Mask(body, secrets)

@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"compress/flate"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/json"
@@ -37,6 +38,24 @@ func echoServer(t *testing.T, hits *atomic.Int32) *httptest.Server {
 			// What the server was sent, which the guest may see: the
 			// credential itself is masked in what it gets back.
 			"authorization_sha256": fmt.Sprintf("%x", sha256.Sum256([]byte(auth))),
+		}
+		switch r.URL.Path {
+		case "/deflate": // compressed though nobody asked
+			w.Header().Set("Content-Encoding", "deflate")
+			fw, _ := flate.NewWriter(w, flate.BestSpeed)
+			json.NewEncoder(fw).Encode(echo)
+			fw.Close()
+			return
+		case "/gzip-always":
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			json.NewEncoder(zw).Encode(echo)
+			zw.Close()
+			return
+		case "/bad-location": // a Location the client cannot parse, quoted in its error
+			w.Header().Set("Location", "http://%zz/"+auth)
+			w.WriteHeader(http.StatusFound)
+			return
 		}
 		if r.URL.Path == "/echo-everywhere" {
 			w.Header().Set("X-Echo", "you sent "+auth)
@@ -316,5 +335,24 @@ func TestFetchMasksAnEchoedCredential(t *testing.T) {
 	}
 	if h := out.Headers["X-Echo"]; len(h) != 1 || h[0] != "you sent "+strings.Repeat("*", len("Bearer "+token)) {
 		t.Fatalf("X-Echo %q; want the credential masked", h)
+	}
+
+	// What cannot be masked is refused, and an error never quotes it.
+	for _, c := range []struct {
+		name, path string
+		headers    map[string]string
+		want       string
+	}{
+		{"deflate sent unasked", "/deflate", nil, `answered encoded as "deflate" without being asked`},
+		{"gzip after a Range, which stops the transport asking", "/gzip-always", map[string]string{"Range": "bytes=0-"}, `answered encoded as "gzip"`},
+		{"a Location quoting the credential", "/bad-location", nil, "Location"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := fetchCall(t, e, CallRequest{Origins: []string{srv.URL}, Credentials: creds},
+				map[string]any{"url": srv.URL + c.path, "headers": c.headers})
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), token) {
+				t.Fatalf("Call = %v; want a refusal saying %q, without the credential", err, c.want)
+			}
+		})
 	}
 }

@@ -66,16 +66,21 @@ func Mask(b []byte, secrets []string) {
 	}
 }
 
+// MaskString is s with each of secrets overwritten, as Mask does.
+func MaskString(s string, secrets []string) string {
+	for _, secret := range secrets {
+		if len(secret) >= 4 {
+			s = strings.ReplaceAll(s, secret, strings.Repeat("*", len(secret)))
+		}
+	}
+	return s
+}
+
 // MaskHeader overwrites each of secrets in h's values, as Mask does.
 func MaskHeader(h http.Header, secrets []string) {
 	for _, vs := range h {
 		for i, v := range vs {
-			for _, s := range secrets {
-				if len(s) >= 4 {
-					v = strings.ReplaceAll(v, s, strings.Repeat("*", len(s)))
-				}
-			}
-			vs[i] = v
+			vs[i] = MaskString(v, secrets)
 		}
 	}
 }
