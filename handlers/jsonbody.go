@@ -53,9 +53,9 @@ func scanJSONBody(body []byte) error {
 // valid JSON value of valid UTF-8, nested no deeper than maxJSONDepth, no
 // \u escape that could decode to a NUL or a lone surrogate, and no object
 // giving a key twice. It errs only towards false: a key holding an escape,
-// a \u0000 or any surrogate escape (a valid pair included), or nesting
-// near the limit sends the body to the token-by-token check. It allocates
-// nothing for objects of up to plainKeysLinear keys.
+// a \u0000 or any surrogate escape (a valid pair included), a number beyond
+// a float64, or nesting near the limit sends the body to the token-by-token
+// check. It allocates nothing for objects of up to plainKeysLinear keys.
 func plainJSON(body []byte) bool {
 	if !json.Valid(body) || !utf8.Valid(body) {
 		return false
