@@ -106,11 +106,7 @@ func (f *fetcher) do(ctx context.Context, raw []byte, rec *Fetch) (_ wireRespons
 	// itself), so an echo cannot hide in a compressed body.
 	attach := f.credentials
 	if attach != nil {
-		attach = func(r *http.Request) {
-			before := r.Header.Clone()
-			f.credentials(r)
-			secrets = append(secrets, vault.HeaderSecrets(r.Header, before)...)
-		}
+		attach = vault.Recording(f.credentials, &secrets)
 		req.Header.Del("Accept-Encoding")
 	}
 	guestOnly := req.Header.Clone()
@@ -208,7 +204,7 @@ func (f *fetcher) readResponse(resp *http.Response, rec *Fetch, secrets []string
 	// An answer encoded other than the gzip the transport asked for and
 	// undid (deflate, br, zstd, or gzip after a guest's Range, which stops
 	// the transport asking) would carry the credential past the mask.
-	if ce := resp.Header.Get("Content-Encoding"); len(secrets) > 0 && len(body) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
+	if ce := vault.Encoded(resp.Header); ce != "" && len(secrets) > 0 && len(body) > 0 {
 		return wireResponse{}, fmt.Errorf("http_fetch: %s %s: answered encoded as %.40q without being asked: an answer to a request "+
 			"with a credential attached must be plain or gzip, so the credential can be kept out of it", rec.Method, rec.URL, ce)
 	}

@@ -44,6 +44,29 @@ func HeaderSecrets(after, before http.Header) []string {
 	return out
 }
 
+// Recording is attach that also appends to *secrets what it set
+// (HeaderSecrets of the headers it changed), so an answer to the request
+// can be masked (Mask, MaskHeader). Each call, a redirect hop's or a
+// refreshed credential's, adds its own.
+func Recording(attach func(*http.Request), secrets *[]string) func(*http.Request) {
+	return func(r *http.Request) {
+		before := r.Header.Clone()
+		attach(r)
+		*secrets = append(*secrets, HeaderSecrets(r.Header, before)...)
+	}
+}
+
+// Encoded is an answer's Content-Encoding when it is anything but plain
+// ("" or identity): a body a mask cannot read through. Go's transport
+// undoes only the gzip it asked for itself, so an answer to a request whose
+// Accept-Encoding was dropped that is still encoded was sent so unasked.
+func Encoded(h http.Header) string {
+	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return ce
+	}
+	return ""
+}
+
 // Mask overwrites, in place, every occurrence in b of each of secrets
 // (those of 4 bytes or more, as HeaderSecrets gives them) with as many
 // '*': an answer that repeats the credential it was sent (a server echoing

@@ -532,11 +532,7 @@ func (p *Proxy) forward(w io.Writer, req *http.Request, scheme, hostport string)
 			return false
 		}
 		if a != nil {
-			attach = func(r *http.Request) {
-				before := r.Header.Clone()
-				a(r)
-				secrets = append(secrets, vault.HeaderSecrets(r.Header, before)...)
-			}
+			attach = vault.Recording(a, &secrets)
 			// The answer is read decoded, so a credential it repeats can be
 			// masked; the transport asks for gzip itself.
 			out.Header.Del("Accept-Encoding")
@@ -582,8 +578,7 @@ func (p *Proxy) forward(w io.Writer, req *http.Request, scheme, hostport string)
 		// gzip the transport asked for and undid) could carry the
 		// credential past the mask: refused. Its header is masked like its
 		// body, and its trailers (read after the body) are dropped.
-		if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") &&
-			out.Method != http.MethodHead && bodyAllowed(resp.StatusCode) {
+		if ce := vault.Encoded(resp.Header); ce != "" && out.Method != http.MethodHead && bodyAllowed(resp.StatusCode) {
 			writeError(w, http.StatusBadGateway, "subako egress: "+host+" answered encoded as "+clip(ce, 40)+
 				" without being asked: an answer to a request with a credential added must be plain or gzip, so the exit can keep the credential out of it")
 			return false
