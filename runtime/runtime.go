@@ -181,13 +181,9 @@ func (r *Runtime) Now() time.Time { return r.now() }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// newID returns a prefixed random id such as "ag_k3j…": the prefix tells a
-// person reading a log what kind of record an id names.
-func newID(prefix string) string {
-	b := make([]byte, 10)
-	_, _ = rand.Read(b)
-	return prefix + "_" + idEncoding.EncodeToString(b)
-}
+// newID returns a record's id (models.NewID): its kind's prefix, then
+// characters that sort by the time it was made.
+func newID(prefix string) string { return models.NewID(prefix) }
 
 // newSecret returns a prefixed random secret and the hash under which it is stored.
 func newSecret(prefix string) (secret, hash string) {
