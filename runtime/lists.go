@@ -124,7 +124,7 @@ func (r *Runtime) ActionListPage(ctx context.Context, p Principal, f ActionFilte
 			q = q.Where("verdict = ?", f.Verdict)
 		}
 		if f.Parent != "" {
-			q = q.Where("parent_id = ?", f.Parent)
+			q = q.Where("parent_id = ? AND parent_id <> ''", f.Parent) // the partial index actions_parent
 		}
 		if f.Changes {
 			q = q.Where("verb NOT IN ?", readOnlyVerbs())
