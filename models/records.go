@@ -261,6 +261,9 @@ type ToolCall struct {
 	// ReplicaID is the replica running the call (set when it starts
 	// running), so recovery on another replica leaves a live one's calls.
 	ReplicaID string
+	// Program is the Action of the code-mode program (Program.run) the
+	// call ran inside, as its ToolCall.create Action's parent_id (migration 0032).
+	Program string
 }
 
 // Approval is the decision an ask-first call waits for.

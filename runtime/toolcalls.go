@@ -90,8 +90,8 @@ type ToolCallView struct {
 	// Volume lists what a function call read, wrote and deleted in the
 	// session's volume (volumes_fn.go); ToolCall.get fills it.
 	Volume []fn.VolumeAccess `json:"volume,omitempty"`
-	// Program is the Action of the session code-mode program (Program.run)
-	// the call ran inside; ToolCall.list fills it.
+	// Program is the Action of the code-mode program (Program.run) the
+	// call ran inside.
 	Program string `json:"program,omitempty"`
 }
 
@@ -102,7 +102,7 @@ func callView(c models.ToolCall) ToolCallView {
 	v := ToolCallView{ID: c.ID, Session: c.SessionID, Tool: c.Tool, Kind: c.Kind, Status: c.Status, Verdict: c.Verdict, PolicySource: c.PolicySource,
 		Reason: c.Reason, InputTruncated: c.InputTruncated, OutputTruncated: c.OutputTruncated, Error: c.Error, Model: c.Model,
 		Version: c.VersionID, By: c.ByLabel, Client: c.Client, ClientInfo: c.ClientInfo, PolicyRule: c.PolicyRule, CreatedAt: c.CreatedAt, StartedAt: c.StartedAt,
-		FinishedAt: c.FinishedAt, DurationMS: c.DurationMS}
+		FinishedAt: c.FinishedAt, DurationMS: c.DurationMS, Program: c.Program}
 	v.Input = recordedJSON(c.Input, c.InputTruncated)
 	if c.Output != "" {
 		v.Output = recordedJSON(c.Output, c.OutputTruncated)
@@ -241,6 +241,7 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		rec = r.actionRecord(p, "ToolCall.create", a, VerdictRefused, policyRefusal(source))
 	}
 	rec.PolicyRule = call.PolicyRule
+	call.Program = rec.ParentID
 	record := func(tx *gorm.DB) error {
 		if err := tx.Create(&call).Error; err != nil {
 			return err
@@ -569,35 +570,9 @@ func (r *Runtime) ToolCallList(ctx context.Context, p Principal, session string)
 			out = append(out, callView(c))
 		}
 		r.fillCallVolumes(ctx, session, out)
-		return r.fillCallPrograms(ctx, session, out)
+		return nil
 	}, session)
 	return out, err
-}
-
-// fillCallPrograms names the program each call ran inside, in one query:
-// a $ call's ToolCall.create Action (targets "<session> <call>") links by
-// parent_id to its Program.run Action, whose targets is the session.
-func (r *Runtime) fillCallPrograms(ctx context.Context, session string, out []ToolCallView) error {
-	if len(out) == 0 {
-		return nil
-	}
-	var rows []struct{ ParentID, Targets string }
-	if err := r.db.WithContext(ctx).Model(&models.Action{}).Select("parent_id, targets").
-		Where("verb = ? AND parent_id IN (?)", "ToolCall.create",
-			r.db.Model(&models.Action{}).Select("id").Where("verb = ? AND targets = ?", "Program.run", session)).
-		Find(&rows).Error; err != nil {
-		return err
-	}
-	byCall := map[string]string{}
-	for _, a := range rows {
-		if f := strings.Fields(a.Targets); len(f) > 0 {
-			byCall[f[len(f)-1]] = a.ParentID
-		}
-	}
-	for i := range out {
-		out[i].Program = byCall[out[i].ID]
-	}
-	return nil
 }
 
 // refuseOpenCalls ends every open call matching the condition as refused.

@@ -248,6 +248,7 @@ func (r *Runtime) refuseChanged(ctx context.Context, p Principal, s models.Sessi
 		Status: CallRefused, Verdict: tools.PolicyDeny, PolicySource: CodeToolChanged, Reason: truncate(CodeToolChanged+": "+t.pinChanged, 1000), FinishedAt: &now}
 	a.target(call.ID)
 	rec := r.actionRecord(p, "ToolCall.create", a, VerdictRefused, call.Reason)
+	call.Program = rec.ParentID
 	err := r.hotWriteTx(func() error {
 		return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			if err := tx.Create(&call).Error; err != nil {

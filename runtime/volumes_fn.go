@@ -119,11 +119,21 @@ func (r *Runtime) callVolume(ctx context.Context, callID string) []fn.VolumeAcce
 	return out
 }
 
-// fillCallVolumes adds to a session's calls what each read and wrote in the
-// volume, in one query.
+// fillCallVolumes adds to a session's calls what each function call among
+// them read and wrote in the volume, in one query by the calls' ids (none
+// when no function ran): not the session's every record.
 func (r *Runtime) fillCallVolumes(ctx context.Context, session string, calls []ToolCallView) {
+	var ids []string
+	for _, c := range calls {
+		if c.Kind == tools.KindFn {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
 	var recs []models.ToolCallVolume
-	if r.db.WithContext(ctx).Where("session_id = ?", session).Find(&recs).Error != nil || len(recs) == 0 {
+	if r.db.WithContext(ctx).Where("tool_call_id IN ? AND session_id = ?", ids, session).Find(&recs).Error != nil || len(recs) == 0 {
 		return
 	}
 	by := map[string][]fn.VolumeAccess{}

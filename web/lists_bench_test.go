@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subako/subako/models"
 	"github.com/subako/subako/models/modelstest"
 	"github.com/subako/subako/runtime"
 	"github.com/subako/subako/web"
@@ -44,6 +45,7 @@ func newListServer(b *testing.B, rows int) *listServer {
 	l := &listServer{}
 	if rows > 0 {
 		l.seed = seedLists(b, rt, owner, rows)
+		seedCallActions(b, rt, l.seed)
 	}
 	key := []byte("0123456789abcdef0123456789abcdef")
 	var handler http.Handler
@@ -97,39 +99,75 @@ func BenchmarkListPages(b *testing.B) {
 	full := newListServer(b, rows)
 	b.Logf("seeded %d rows of each list in %s (%s)", rows, time.Since(start).Round(time.Millisecond), modelstest.Dialect())
 	empty := newListServer(b, 0)
+	// A session's page needs the session: the baseline holds one row of each.
+	one := newListServer(b, 1)
 	// A deep page starts at the middle row: the cursor a person reaches
 	// after following Older a thousand times.
 	mid := rows / 2
 	deep := func(prefix string, shift time.Duration) string {
 		return runtime.Cursor{At: full.seed.at(mid).Add(shift), ID: seedID(prefix, mid)}.String()
 	}
-	pages := []struct{ name, path string }{
-		{"sessions", "/sessions"},
-		{"sessions-deep", "/sessions?cursor=" + deep("ses", 0)},
-		{"audit", "/audit"},
-		{"audit-deep", "/audit?cursor=" + deep("act", 0)},
-		{"approvals-history", "/approvals/history"},
-		{"approvals-history-deep", "/approvals/history?cursor=" + deep("apr", time.Minute)},
-		{"sandboxes", "/sandboxes"},
-		{"sandboxes-deep", "/sandboxes?cursor=" + deep("sbx", 0)},
-		{"usage", "/usage"},
-		{"usage-deep", "/usage?cursor=" + deep("use", 0)},
+	pages := []struct {
+		name, path string
+		base       *listServer // the baseline; nil: the empty server
+	}{
+		{"sessions", "/sessions", nil},
+		{"sessions-deep", "/sessions?cursor=" + deep("ses", 0), nil},
+		{"audit", "/audit", nil},
+		{"audit-deep", "/audit?cursor=" + deep("act", 0), nil},
+		{"approvals-history", "/approvals/history", nil},
+		{"approvals-history-deep", "/approvals/history?cursor=" + deep("apr", time.Minute), nil},
+		{"sandboxes", "/sandboxes", nil},
+		{"sandboxes-deep", "/sandboxes?cursor=" + deep("sbx", 0), nil},
+		{"usage", "/usage", nil},
+		{"usage-deep", "/usage?cursor=" + deep("use", 0), nil},
 		// A period of whole days: its totals and chart from the rollup.
-		{"usage-period", "/usage?from=" + full.seed.base.AddDate(0, 0, -30).Format("2006-01-02") + "&to=" + full.seed.base.Format("2006-01-02")},
+		{"usage-period", "/usage?from=" + full.seed.base.AddDate(0, 0, -30).Format("2006-01-02") + "&to=" + full.seed.base.Format("2006-01-02"), nil},
+		// One session's page (its calls) among all the others' calls.
+		{"session", "/sessions/" + seedID("ses", 0), one},
 	}
 	for _, pg := range pages {
 		b.Run(pg.name, func(b *testing.B) {
+			base := empty
+			if pg.base != nil {
+				base = pg.base
+			}
 			full.get(b, pg.path) // warm both
-			empty.get(b, pg.path)
+			base.get(b, pg.path)
 			var tf, te []time.Duration
 			for b.Loop() {
 				tf = append(tf, full.get(b, pg.path))
-				te = append(te, empty.get(b, pg.path))
+				te = append(te, base.get(b, pg.path))
 			}
 			f, e := p50ms(tf), p50ms(te)
 			b.ReportMetric(f, "p50-ms")
 			b.ReportMetric(e, "empty-p50-ms")
 			b.ReportMetric(f/e, "ratio")
 		})
+	}
+}
+
+// seedCallActions writes each seeded call's own Action (ToolCall.create,
+// targets "<session> <call>"), as every call has, for the pages that read
+// calls: not in seedLists, whose Actions the list tests count.
+func seedCallActions(b *testing.B, rt *runtime.Runtime, seed listSeed) {
+	n := seed.n
+	b.Helper()
+	const batch = 1000
+	for lo := 0; lo < n; lo += batch {
+		var acts []models.Action
+		for i := lo; i < min(lo+batch, n); i++ {
+			sid := seedID("ses", i)
+			acts = append(acts, models.Action{ID: seedID("cact", i), Verb: "ToolCall.create", ByKind: "session", ByID: sid,
+				ByLabel: "session " + sid, Targets: sid + " " + seedID("call", i), Verdict: runtime.VerdictAllowed, CreatedAt: seed.at(i)})
+		}
+		if err := rt.DB().Create(&acts).Error; err != nil {
+			b.Fatal(err)
+		}
+	}
+	if modelstest.Dialect() == models.Postgres {
+		if err := rt.DB().Exec("ANALYZE actions").Error; err != nil {
+			b.Fatal(err)
+		}
 	}
 }
