@@ -84,10 +84,18 @@ func (r *Runtime) storageKept(ctx context.Context, kind, subject, sessionID, age
 		Subject: subject, Quantity: float64(bytes), Unit: "byte", Start: at, End: at})
 }
 
+// lastStorageWhere and lastStorageOrder find a thing's last storage record
+// through the partial index usage_records_storage (migration 0033), whose
+// condition the query has to name literally for the index to be used
+// (TestLastStorageUsageReadsItsIndex).
+const (
+	lastStorageWhere = "kind IN ('archive_bytes', 'volume_bytes') AND kind = ? AND subject = ?"
+	lastStorageOrder = "ended_at DESC, started_at DESC"
+)
+
 func (r *Runtime) lastStorageUsage(ctx context.Context, kind, subject string) (*models.UsageRecord, error) {
 	var last models.UsageRecord
-	err := r.db.WithContext(ctx).Where("kind = ? AND subject = ?", kind, subject).
-		Order("ended_at DESC, started_at DESC").First(&last).Error
+	err := r.db.WithContext(ctx).Where(lastStorageWhere, kind, subject).Order(lastStorageOrder).First(&last).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, nil
 	}

@@ -1,0 +1,44 @@
+package runtime
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/models/modelstest"
+)
+
+// A volume's or an archive's last storage record, read on every call that
+// changes a volume, is found through its index, not by reading every usage
+// record: the query names the partial index's condition, and each storage
+// kind is one the index holds (SQLite's plan; PostgreSQL's planner picks by
+// its statistics).
+func TestLastStorageUsageReadsItsIndex(t *testing.T) {
+	db := modelstest.Open(t)
+	if db.Dialect != models.SQLite {
+		t.Skip("the plan is SQLite's")
+	}
+	for _, kind := range []string{UsageArchiveBytes, UsageVolumeBytes} {
+		got := queryPlan(t, db, "SELECT * FROM usage_records WHERE "+lastStorageWhere+" ORDER BY "+lastStorageOrder+" LIMIT 1", kind, "ses_x")
+		if !strings.Contains(got, "USING INDEX usage_records_storage (subject=? AND kind=?)") || strings.Contains(got, "TEMP B-TREE") {
+			t.Errorf("%s: the last storage record is read by %q, want a search of usage_records_storage with no sort", kind, got)
+		}
+	}
+}
+
+// queryPlan is SQLite's plan for q, its steps joined by "; ".
+func queryPlan(t *testing.T, db *models.DB, q string, args ...any) string {
+	t.Helper()
+	var plan []struct {
+		ID, Parent, Notused int
+		Detail              string
+	}
+	if err := db.Raw("EXPLAIN QUERY PLAN "+q, args...).Scan(&plan).Error; err != nil {
+		t.Fatal(err)
+	}
+	var details []string
+	for _, p := range plan {
+		details = append(details, p.Detail)
+	}
+	return strings.Join(details, "; ")
+}
