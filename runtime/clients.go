@@ -200,13 +200,19 @@ func (r *Runtime) ClientCallNext(ctx context.Context, p Principal, session, clie
 	return out, err
 }
 
+// waitingClientWhere is the condition of the partial index tool_calls_waiting
+// (migration 0034), named literally for the index to be used: a poll then
+// reads the session's waiting calls, not every call it made
+// (TestClientPollReadsOnlyWaitingCalls).
+const waitingClientWhere = "status = '" + CallWaitingClient + "'"
+
 func (r *Runtime) claimClientCall(ctx context.Context, session, client string) (ToolCallView, bool) {
 	var cands []models.ToolCall
 	// Delivery is at most once: a client may be working on a call for minutes
 	// (a person answering ask_user), and handing it out again would run it
 	// twice. A call whose delivery was lost ends with the client timeout.
-	r.db.WithContext(ctx).Where("session_id = ? AND status = ? AND claimed_by = '' AND (client = ? OR (kind = ? AND client = ''))",
-		session, CallWaitingClient, client, tools.KindBuiltin).Order("created_at").Limit(5).Find(&cands)
+	r.db.WithContext(ctx).Where(waitingClientWhere+" AND session_id = ? AND claimed_by = '' AND (client = ? OR (kind = ? AND client = ''))",
+		session, client, tools.KindBuiltin).Order("created_at").Limit(5).Find(&cands)
 	for _, c := range cands {
 		res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND claimed_by = ''", c.ID).
 			Updates(map[string]any{"claimed_by": client, "claimed_at": r.now()})

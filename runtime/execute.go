@@ -153,7 +153,8 @@ func (r *Runtime) runStarted(call models.ToolCall, s models.Session, resolved *o
 		// Only a call of a session still active waits for its answer; if the
 		// session ended while the call started, the call is refused as its
 		// other open calls were.
-		active := r.db.Model(&models.Session{}).Select("id").Where("state = ?", SessionActive)
+		// The call's own session, by its key: not the set of every active session.
+		active := r.db.Model(&models.Session{}).Select("id").Where("id = ? AND state = ?", call.SessionID, SessionActive)
 		res := r.db.WithContext(ctx).Model(&models.ToolCall{}).Where("id = ? AND status = ? AND session_id IN (?)", call.ID, CallRunning, active).
 			Update("status", CallWaitingClient)
 		if res.Error != nil {

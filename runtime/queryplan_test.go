@@ -26,6 +26,18 @@ func TestLastStorageUsageReadsItsIndex(t *testing.T) {
 	}
 }
 
+// A client's poll reads its session's calls waiting for a client through
+// the partial index of waiting calls, not the session's every call.
+func TestClientPollReadsOnlyWaitingCalls(t *testing.T) {
+	db := modelstest.Open(t)
+	if db.Dialect != models.SQLite {
+		t.Skip("the plan is SQLite's")
+	}
+	if got := queryPlan(t, db, "SELECT * FROM tool_calls WHERE "+waitingClientWhere+" AND session_id = ? AND claimed_by = '' AND (client = ? OR (kind = ? AND client = '')) ORDER BY created_at LIMIT 5", "ses_x", "cli", "builtin"); !strings.Contains(got, "USING INDEX tool_calls_waiting (session_id=?)") || strings.Contains(got, "TEMP B-TREE") {
+		t.Errorf("a client's poll reads %q, want a search of tool_calls_waiting with no sort", got)
+	}
+}
+
 // queryPlan is SQLite's plan for q, its steps joined by "; ".
 func queryPlan(t *testing.T, db *models.DB, q string, args ...any) string {
 	t.Helper()
