@@ -126,15 +126,13 @@ func (r *Runtime) UsageCSV(ctx context.Context, p Principal, f UsageFilter, w io
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"id", "kind", "agent", "agent_name", "session", "session_title", "subject", "quantity", "unit", "credits", "started_at", "ended_at"})
 		// Pages follow the last row's (started_at, id), not an offset, so a
-		// record metered meanwhile neither repeats nor hides a line.
-		var last *models.UsageRecord
+		// record metered meanwhile neither repeats nor hides a line; each page
+		// is a seek in the records' (started_at, id) index, as the list's are,
+		// so the export costs as many records as it writes.
+		var last Cursor
 		for {
-			page := q.Session(&gorm.Session{})
-			if last != nil {
-				page = page.Where("(started_at < ? OR (started_at = ? AND id > ?))", last.StartedAt, last.StartedAt, last.ID)
-			}
 			var recs []models.UsageRecord
-			if err := page.Order("started_at DESC").Order("id").Limit(usageCSVBatch).Find(&recs).Error; err != nil {
+			if err := keyset(q.Session(&gorm.Session{}), "started_at", "id", last, true, usageCSVBatch-1).Find(&recs).Error; err != nil {
 				return fmt.Errorf("runtime: usage csv: %w", err)
 			}
 			views := make([]UsageRecordView, len(recs))
@@ -156,7 +154,7 @@ func (r *Runtime) UsageCSV(ctx context.Context, p Principal, f UsageFilter, w io
 			if len(recs) < usageCSVBatch {
 				return nil
 			}
-			last = &recs[len(recs)-1]
+			last = Cursor{At: recs[len(recs)-1].StartedAt, ID: recs[len(recs)-1].ID}
 		}
 	})
 }
