@@ -87,8 +87,9 @@ type ToolCallView struct {
 	StartedAt       *time.Time      `json:"started_at"`
 	FinishedAt      *time.Time      `json:"finished_at"`
 	DurationMS      int64           `json:"duration_ms"`
-	// Volume lists what a function call read, wrote and deleted in the
-	// session's volume (volumes_fn.go); ToolCall.get fills it.
+	// Volume lists what a function call or a sandbox exec read, wrote and
+	// deleted in the session's volume (volumes_fn.go); ToolCall.get and
+	// ToolCall.list fill it.
 	Volume []fn.VolumeAccess `json:"volume,omitempty"`
 	// Program is the Action of the code-mode program (Program.run) the
 	// call ran inside.
@@ -546,7 +547,7 @@ func (r *Runtime) ToolCallGet(ctx context.Context, p Principal, id string) (Tool
 		if _, err := r.loadSession(ctx, p, v.Session); err != nil {
 			return notFound("tool call", id)
 		}
-		if v.Kind == tools.KindFn {
+		if touchesVolume(v.Kind) {
 			v.Volume = r.callVolume(ctx, v.ID)
 		}
 		out = v

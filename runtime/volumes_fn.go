@@ -119,13 +119,14 @@ func (r *Runtime) callVolume(ctx context.Context, callID string) []fn.VolumeAcce
 	return out
 }
 
-// fillCallVolumes adds to a session's calls what each function call among
-// them read and wrote in the volume, in one query by the calls' ids (none
-// when no function ran): not the session's every record.
+// fillCallVolumes adds to a session's calls what each function call or
+// sandbox exec among them read and wrote in the volume, in one query by
+// the calls' ids (none when the page has neither): not the session's every
+// record.
 func (r *Runtime) fillCallVolumes(ctx context.Context, session string, calls []ToolCallView) {
 	var ids []string
 	for _, c := range calls {
-		if c.Kind == tools.KindFn {
+		if touchesVolume(c.Kind) {
 			ids = append(ids, c.ID)
 		}
 	}
@@ -147,3 +148,7 @@ func (r *Runtime) fillCallVolumes(ctx context.Context, session string, calls []T
 		calls[i].Volume = by[calls[i].ID]
 	}
 }
+
+// touchesVolume tells whether a call of kind may leave a record of what it
+// did in the session's volume: a function's call, a sandbox's exec.
+func touchesVolume(kind string) bool { return kind == tools.KindFn || kind == tools.KindSandbox }

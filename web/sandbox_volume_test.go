@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,23 @@ func TestSandboxSeesTheVolumePerItsGrant(t *testing.T) {
 	if st := w.api(s.Token, "GET", "/sessions/"+s.ID+"/volume", nil, &l); st != 200 || l.Count != 2 || l.Files[1].Path != "out/made.txt" ||
 		l.Files[1].ModifiedBy != "call "+c.ID || l.Files[1].Size != 19 {
 		t.Fatalf("Volume.list after the sandbox wrote: %d %+v; want out/made.txt by call %s", st, l, c.ID)
+	}
+	// The exec's call says what it wrote, in ToolCall.get and in the
+	// session's list of calls (the session page's "Files").
+	type callVolume struct {
+		ID     string
+		Volume []struct{ Path, Op string }
+	}
+	wrote := func(k callVolume) bool {
+		return k.ID == c.ID && slices.ContainsFunc(k.Volume, func(a struct{ Path, Op string }) bool { return a.Path == "out/made.txt" && a.Op == "write" })
+	}
+	var got callVolume
+	if st := w.api(s.Token, "GET", "/tool_calls/"+c.ID, nil, &got); st != 200 || !wrote(got) {
+		t.Fatalf("ToolCall.get of the exec: %d %+v; want out/made.txt written", st, got)
+	}
+	var calls []callVolume
+	if st := w.api(s.Token, "GET", "/sessions/"+s.ID+"/tool_calls", nil, &calls); st != 200 || !slices.ContainsFunc(calls, wrote) {
+		t.Fatalf("ToolCall.list: %d %+v; want call %s with out/made.txt written", st, calls, c.ID)
 	}
 
 	// A link to /etc/passwd (and to /etc) is removed after the exec, the
