@@ -15,8 +15,9 @@ import (
 )
 
 // The CSV export writes every record once, newest first, across its
-// batches of 500, when many records share their start to the second (ties
-// broken by id, the greater first, as the list's pages do).
+// batches of 500, when many records share their start to the second and a
+// batch ends inside one (ties broken by id, the greater first, as the
+// list's pages do).
 func TestUsageCSVWritesEveryRecordOnceAcrossBatches(t *testing.T) {
 	db := modelstest.Open(t)
 	rt := New(db, Options{})
@@ -25,7 +26,7 @@ func TestUsageCSVWritesEveryRecordOnceAcrossBatches(t *testing.T) {
 	const n = 2*usageCSVBatch + 237
 	recs := make([]models.UsageRecord, 0, n)
 	for i := range n {
-		at := base.Add(-time.Duration(i/10) * time.Second) // ten records a second
+		at := base.Add(-time.Duration(i/7) * time.Second) // seven a second: batches of 500 end inside a second
 		recs = append(recs, models.UsageRecord{ID: fmt.Sprintf("use_%05d", i), Kind: UsageFunctionSeconds, SessionID: "ses_x", AgentID: "agt_x",
 			Subject: fmt.Sprintf("call_%d", i), Quantity: 1, Unit: "second", Credits: PriceFunctionSecond, StartedAt: at, EndedAt: at.Add(time.Second)})
 	}
@@ -45,8 +46,8 @@ func TestUsageCSVWritesEveryRecordOnceAcrossBatches(t *testing.T) {
 	}
 	// Newest second first; within a second, the greater id first.
 	for k, row := range rows[1:] {
-		newest := min(k/10*10+9, n-1) // the last second holds 7
-		if want := fmt.Sprintf("use_%05d", newest-k%10); row[0] != want {
+		newest := min(k/7*7+6, n-1) // the last second holds 5
+		if want := fmt.Sprintf("use_%05d", newest-k%7); row[0] != want {
 			t.Fatalf("record %d is %s, want %s", k, row[0], want)
 		}
 	}
