@@ -89,7 +89,7 @@ func (r *Runtime) storageKept(ctx context.Context, kind, subject, sessionID, age
 // condition the query has to name literally for the index to be used
 // (TestLastStorageUsageReadsItsIndex).
 const (
-	lastStorageWhere = "kind IN ('archive_bytes', 'volume_bytes') AND kind = ? AND subject = ?"
+	lastStorageWhere = "kind IN ('" + UsageArchiveBytes + "', '" + UsageVolumeBytes + "') AND kind = ? AND subject = ?"
 	lastStorageOrder = "ended_at DESC, started_at DESC"
 )
 
