@@ -58,6 +58,9 @@ func TestBrowserTryAToolWithVolumeFiles(t *testing.T) {
 		chromedp.WaitVisible(css(`[data-testid=try-volume-path]`)),
 		poll(`document.querySelector("[data-testid=session-live]").getAttribute("data-live") === "open"`),
 		chromedp.SetValue(css(`[data-testid=try-tool-name]`), "fn__writer__files"),
+		// Picking the tool loads its schema above the input, which moves the
+		// Insert button down: a click before it lands would miss the button.
+		chromedp.WaitVisible(css(`[data-testid="schema-fn__writer__files"] [data-testid=tool-schema]`)),
 		void(chromedp.Evaluate[bool](`(() => { document.querySelector("#try-input").value = '{"ops": [{"op": "read", "path": }, {"op": "mkdir", "path": "/volume/out"}, {"op": "write", "path": "/volume/out/from-try.txt", "text": "copied"}]}'; return true })()`)),
 		// The cursor after "path": , where the path goes.
 		void(chromedp.Evaluate[bool](`(() => { const i = document.querySelector("#try-input"); i.focus(); i.selectionStart = i.selectionEnd = i.value.indexOf('"path": ') + 8; return true })()`)),
