@@ -113,12 +113,33 @@ func (r *Runtime) ActionListPage(ctx context.Context, p Principal, f ActionFilte
 		if limit <= 0 || limit > MaxPageSize {
 			limit = 100
 		}
+		if c.IsZero() && f.Before != "" {
+			var b models.Action
+			if err := r.db.WithContext(ctx).First(&b, "id = ?", f.Before).Error; err == nil {
+				c = Cursor{At: b.CreatedAt, ID: b.ID}
+			}
+		}
+		var recs []models.Action
+		if err := r.actionListQuery(ctx, p, f, c, limit).Find(&recs).Error; err != nil {
+			return fmt.Errorf("runtime: list actions: %w", err)
+		}
+		recs, out.PageLinks = pageOf(recs, c, limit, func(a models.Action) (time.Time, string) { return a.CreatedAt, a.ID })
+		for _, rec := range recs {
+			out.Items = append(out.Items, actionView(rec))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// actionListQuery reads one page of Action.list after c, newest first.
+func (r *Runtime) actionListQuery(ctx context.Context, p Principal, f ActionFilter, c Cursor, limit int) *gorm.DB {
+	// filtered is the list's query but for the person filter, which
+	// byFilter splits in two.
+	filtered := func() *gorm.DB {
 		q := r.db.WithContext(ctx).Model(&models.Action{})
 		if f.Verb != "" {
 			q = q.Where("verb = ?", f.Verb)
-		}
-		if f.By != "" {
-			q = q.Where("(by_id = ? OR by_label = ?)", f.By, f.By)
 		}
 		if f.Verdict != "" {
 			q = q.Where("verdict = ?", f.Verdict)
@@ -129,24 +150,28 @@ func (r *Runtime) ActionListPage(ctx context.Context, p Principal, f ActionFilte
 		if f.Changes {
 			q = q.Where("verb NOT IN ?", readOnlyVerbs())
 		}
-		q = scopeActions(q, r.listScope(p, "Action.list"))
-		if c.IsZero() && f.Before != "" {
-			var b models.Action
-			if err := r.db.WithContext(ctx).First(&b, "id = ?", f.Before).Error; err == nil {
-				c = Cursor{At: b.CreatedAt, ID: b.ID}
-			}
-		}
-		var recs []models.Action
-		if err := keyset(q, "created_at", "id", c, true, limit).Find(&recs).Error; err != nil {
-			return fmt.Errorf("runtime: list actions: %w", err)
-		}
-		recs, out.PageLinks = pageOf(recs, c, limit, func(a models.Action) (time.Time, string) { return a.CreatedAt, a.ID })
-		for _, rec := range recs {
-			out.Items = append(out.Items, actionView(rec))
-		}
-		return nil
-	})
-	return out, err
+		return scopeActions(q, r.listScope(p, "Action.list"))
+	}
+	q := filtered()
+	if f.By != "" {
+		q = r.db.WithContext(ctx).Model(&models.Action{}).Where("id IN (?)", byFilter(r.db.WithContext(ctx), filtered, f.By, c, limit))
+	}
+	return keyset(q, "created_at", "id", c, true, limit)
+}
+
+// byFilter is the ids of Action.list's page of Actions by one person (by):
+// those whose by_id is by, and those of people and sign-ins whose by_label
+// (an email) is by. A single condition with OR would be read either through
+// the whole log newest first (slow for someone rarely active) or through
+// every Action of the person and then sorted (slow for someone busy); each
+// half instead seeks its own index in the list's order (migration 0036)
+// and reads at most a page, and the caller orders the union. Each half
+// carries the list's other filters, so neither page is short.
+func byFilter(db *gorm.DB, filtered func() *gorm.DB, by string, c Cursor, limit int) *gorm.DB {
+	byID := keyset(filtered().Select("id").Where("by_id = ?", by), "created_at", "id", c, true, limit)
+	// The literal by_kind condition lets SQLite use the partial actions_label_page.
+	byLabel := keyset(filtered().Select("id").Where("by_label = ? AND by_kind <> 'session'", by), "created_at", "id", c, true, limit)
+	return db.Raw("SELECT id FROM (?) AS by_id UNION ALL SELECT id FROM (?) AS by_label", byID, byLabel)
 }
 
 // SandboxPage is one page of Sandbox.list.

@@ -123,6 +123,11 @@ func BenchmarkListPages(b *testing.B) {
 		{"usage-deep", "/usage?cursor=" + deep("use", 0), nil},
 		// A period of whole days: its totals and chart from the rollup.
 		{"usage-period", "/usage?from=" + full.seed.base.AddDate(0, 0, -30).Format("2006-01-02") + "&to=" + full.seed.base.Format("2006-01-02"), nil},
+		// The person filter: the owner, whose Actions are half the log, and
+		// a person with one failed sign-in, the oldest Action of all, which
+		// only its label (the email) names.
+		{"audit-person", "/audit?by=owner%40example.com", nil},
+		{"audit-person-rare", "/audit?by=rare%40example.com", nil},
 		// One session's page (its calls) among all the others' calls.
 		{"session", "/sessions/" + seedID("ses", 0), one},
 	}
@@ -164,6 +169,12 @@ func seedCallActions(b *testing.B, rt *runtime.Runtime, seed listSeed) {
 		if err := rt.DB().Create(&acts).Error; err != nil {
 			b.Fatal(err)
 		}
+	}
+	// A sign-in that failed long ago, filed under the email it gave.
+	rare := models.Action{ID: seedID("lact", 0), Verb: "User.login", ByKind: string(runtime.PrincipalAnonymous), ByID: "anonymous",
+		ByLabel: "rare@example.com", Verdict: runtime.VerdictRefused, CreatedAt: seed.at(n).Add(-time.Hour)}
+	if err := rt.DB().Create(&rare).Error; err != nil {
+		b.Fatal(err)
 	}
 	if modelstest.Dialect() == models.Postgres {
 		if err := rt.DB().Exec("ANALYZE actions").Error; err != nil {
