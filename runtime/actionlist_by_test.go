@@ -34,18 +34,26 @@ func TestActionPersonFilterPagesThroughItsIndexes(t *testing.T) {
 		rows = append(rows, a)
 		return a.ID
 	}
-	var alice, aliceSignIns []string
+	var alice, aliceRefused, aliceSignIns, session []string
 	for i := range 40 {
 		switch i % 4 {
 		case 0:
-			alice = append(alice, add(i, PrincipalUser, "usr_alice", "alice@example.com", VerdictAllowed))
+			verdict := VerdictAllowed
+			if i%8 == 0 {
+				verdict = VerdictRefused
+			}
+			id := add(i, PrincipalUser, "usr_alice", "alice@example.com", verdict)
+			alice = append(alice, id)
+			if verdict == VerdictRefused {
+				aliceRefused = append(aliceRefused, id)
+			}
 		case 1:
 			aliceSignIns = append(aliceSignIns, add(i, PrincipalAnonymous, "anonymous", "alice@example.com", VerdictRefused))
 		case 2:
 			add(i, PrincipalUser, "usr_bob", "bob@example.com", VerdictAllowed)
 		case 3:
-			// A session titled with her email is not her.
-			add(i, PrincipalSession, "ses_x", "session alice@example.com", VerdictAllowed)
+			// A session is found by its id, not by its label (its title).
+			session = append(session, add(i, PrincipalSession, "ses_x", "session alice@example.com", VerdictAllowed))
 		}
 	}
 	if err := db.Create(&rows).Error; err != nil {
@@ -103,7 +111,11 @@ func TestActionPersonFilterPagesThroughItsIndexes(t *testing.T) {
 		want []string
 	}{
 		{"her email", ActionFilter{By: "alice@example.com"}, newestFirst(alice, aliceSignIns)},
-		{"her email, refused", ActionFilter{By: "alice@example.com", Verdict: VerdictRefused}, newestFirst(aliceSignIns)},
+		{"her email, refused", ActionFilter{By: "alice@example.com", Verdict: VerdictRefused}, newestFirst(aliceRefused, aliceSignIns)},
+		{"her id, refused", ActionFilter{By: "usr_alice", Verdict: VerdictRefused}, newestFirst(aliceRefused)},
+		{"her id, sign-ins", ActionFilter{By: "usr_alice", Verb: "User.login"}, nil},
+		{"the session's id", ActionFilter{By: "ses_x"}, newestFirst(session)},
+		{"the session's label", ActionFilter{By: "session alice@example.com"}, nil},
 		{"her email, changes", ActionFilter{By: "alice@example.com", Changes: true}, newestFirst(alice, aliceSignIns)},
 		{"her id", ActionFilter{By: "usr_alice"}, newestFirst(alice)},
 	} {

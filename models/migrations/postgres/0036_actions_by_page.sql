@@ -1,8 +1,8 @@
 -- The Audit page's person filter (issue 11) matches an Action's by_id or,
--- for people and sign-ins, its by_label (the email: a failed sign-in has
--- only that). No index had by_label, so filtering by someone rarely active
--- walked the whole log newest first. Each half of the filter now seeks its
--- own index in the list's order (runtime: byFilter):
+-- for every caller but sessions, its by_label (a person's email: a failed
+-- sign-in has only that). No index had by_label, so filtering by someone
+-- rarely active walked the whole log newest first. Each half of the filter
+-- now seeks its own index in the list's order (runtime: byFilter):
 -- - actions_by_page replaces actions_by (by_id alone), which also serves
 --   the tenant scope's by_id lookups;
 -- - actions_label_page holds no session's Action: sessions' labels are not
