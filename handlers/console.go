@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/subako/subako/runtime"
+	"github.com/subako/subako/runtime/sandbox"
 	"github.com/subako/subako/views/pages"
 )
 
@@ -81,19 +82,16 @@ func actionRows(acts []runtime.ActionView) []pages.ActionRow {
 func (h *Handlers) dashboardFigures(c echo.Context, d *pages.Dashboard) {
 	p := principal(c)
 	d.Approvals = h.RT.PendingApprovals(ctx(c), p)
-	if ss, err := h.RT.SessionList(ctx(c), p, runtime.SessionFilter{State: runtime.SessionActive}); err == nil {
-		d.Sessions = len(ss)
+	// Counted, not listed: a page of the newest would miss the older ones.
+	if n, err := h.RT.SessionCount(ctx(c), p, runtime.SessionFilter{State: runtime.SessionActive}); err == nil {
+		d.Sessions = n
 	}
-	if sbs, err := h.RT.SandboxList(ctx(c), p, runtime.SandboxFilter{}); err == nil {
-		for _, sb := range sbs {
-			if sb.State == "running" {
-				d.Sandboxes++
-			}
-		}
+	if n, err := h.RT.SandboxCount(ctx(c), p, string(sandbox.StateRunning)); err == nil {
+		d.Sandboxes = n
 	}
 	today := h.RT.Now().Format("2006-01-02")
-	if rep, err := h.RT.UsageGet(ctx(c), p, runtime.UsageFilter{From: today}); err == nil {
-		d.Spend = fmt.Sprintf("%.2f SC", rep.Credits)
+	if credits, err := h.RT.UsageCredits(ctx(c), p, runtime.UsageFilter{From: today}); err == nil {
+		d.Spend = fmt.Sprintf("%.2f SC", credits)
 	}
 	d.OfferExample = d.Agents == 0 && p.CanLoadExample()
 }

@@ -111,6 +111,24 @@ func keyset(q *gorm.DB, col, idCol string, c Cursor, desc bool, limit int) *gorm
 	return q.Order(col + " " + dir).Order(idCol + " " + dir).Limit(limit + 1)
 }
 
+// keysetUnion is the ids of one page after c of the union of branches, a
+// list's query split where its filter is an OR of conditions that different
+// indexes serve. With the OR, a database reads either the list's index
+// whole, newest first, when few rows match, or every matching row, then
+// sorts them, when many do; each branch instead seeks its own index in the
+// list's order and reads at most a page. The caller reads the rows of these
+// ids with keyset again, which orders them and trims the page. Each branch
+// must carry all of the list's other conditions, or a page comes up short.
+func keysetUnion(db *gorm.DB, col, idCol string, c Cursor, desc bool, limit int, branches ...*gorm.DB) *gorm.DB {
+	sql := make([]string, len(branches))
+	args := make([]any, len(branches))
+	for i, b := range branches {
+		sql[i] = fmt.Sprintf("SELECT %s FROM (?) AS branch%d", idCol, i)
+		args[i] = keyset(b.Select(idCol), col, idCol, c, desc, limit)
+	}
+	return db.Raw(strings.Join(sql, " UNION ALL "), args...)
+}
+
 // pageOf trims what keyset read to the page, in the list's order, and says
 // where the pages beside it start.
 func pageOf[T any](rows []T, c Cursor, limit int, key func(T) (time.Time, string)) ([]T, PageLinks) {

@@ -43,13 +43,7 @@ func (r *Runtime) SessionListPage(ctx context.Context, p Principal, f SessionFil
 			Select("s.*, COALESCE(g.name, '') AS agent_name, COALESCE(v.number, 0) AS version_number").
 			Joins("LEFT JOIN agents g ON g.id = s.agent_id").
 			Joins("LEFT JOIN versions v ON v.id = s.version_id")
-		if f.Agent != "" {
-			q = q.Where("s.agent_id = ?", f.Agent)
-		}
-		if f.State != "" {
-			q = q.Where("s.state = ?", f.State)
-		}
-		q = scopeSessions(q, r.listScope(p, "Session.list"), "s.")
+		q = r.sessionsWhere(q, p, f)
 		var rows []sessionListRow
 		if err := keyset(q, "s.created_at", "s.id", c, true, limit).Scan(&rows).Error; err != nil {
 			return fmt.Errorf("runtime: list sessions: %w", err)
@@ -71,6 +65,29 @@ func (r *Runtime) SessionListPage(ctx context.Context, p Principal, f SessionFil
 		return nil
 	})
 	return out, err
+}
+
+// SessionCount is how many sessions Session.list would list with f's agent
+// and state: the Dashboard's figure, counted through the list's index
+// rather than read a page at a time.
+func (r *Runtime) SessionCount(ctx context.Context, p Principal, f SessionFilter) (int, error) {
+	var n int64
+	err := r.run(ctx, p, "Session.list", func(a *act) error {
+		return r.sessionsWhere(r.db.WithContext(ctx).Table("sessions AS s"), p, f).Count(&n).Error
+	})
+	return int(n), err
+}
+
+// sessionsWhere narrows q (sessions AS s) to f's agent and state among the
+// sessions p may list.
+func (r *Runtime) sessionsWhere(q *gorm.DB, p Principal, f SessionFilter) *gorm.DB {
+	if f.Agent != "" {
+		q = q.Where("s.agent_id = ?", f.Agent)
+	}
+	if f.State != "" {
+		q = q.Where("s.state = ?", f.State)
+	}
+	return scopeSessions(q, r.listScope(p, "Session.list"), "s.")
 }
 
 // sessionsVaults reads the vaults of many sessions in one query, each
@@ -160,18 +177,41 @@ func (r *Runtime) actionListQuery(ctx context.Context, p Principal, f ActionFilt
 }
 
 // byFilter is the ids of Action.list's page of Actions by one person (by):
-// those whose by_id is by, and those of people and sign-ins whose by_label
-// (an email) is by. A single condition with OR would be read either through
-// the whole log newest first (slow for someone rarely active) or through
-// every Action of the person and then sorted (slow for someone busy); each
-// half instead seeks its own index in the list's order (migration 0036)
-// and reads at most a page, and the caller orders the union. Each half
-// carries the list's other filters, so neither page is short.
+// those whose by_id is by, and those of every caller but sessions whose
+// by_label (a person's email) is by, each half through its own index
+// (migration 0036).
 func byFilter(db *gorm.DB, filtered func() *gorm.DB, by string, c Cursor, limit int) *gorm.DB {
-	byID := keyset(filtered().Select("id").Where("by_id = ?", by), "created_at", "id", c, true, limit)
 	// The literal by_kind condition lets SQLite use the partial actions_label_page.
-	byLabel := keyset(filtered().Select("id").Where("by_label = ? AND by_kind <> 'session'", by), "created_at", "id", c, true, limit)
-	return db.Raw("SELECT id FROM (?) AS by_id UNION ALL SELECT id FROM (?) AS by_label", byID, byLabel)
+	return keysetUnion(db, "created_at", "id", c, true, limit,
+		filtered().Where("by_id = ?", by), filtered().Where("by_label = ? AND by_kind <> 'session'", by))
+}
+
+// usageRecords reads one page of q's records after c, newest first; from is
+// the period's start, which q holds as ended_at >= from. That condition does
+// not say where in the (started_at, id) index the walk may stop, so a period
+// with few records read back through the whole history. A record that ended
+// after from began after from less a day, unless it lasted about a day or
+// more, and those are kept in usage_long (as usageSums counts them): each
+// of the two is read in order, at most a page.
+func (r *Runtime) usageRecords(ctx context.Context, q *gorm.DB, from *time.Time, c Cursor, limit int) *gorm.DB {
+	if from == nil {
+		return keyset(q.Session(&gorm.Session{}), "started_at", "id", c, true, limit)
+	}
+	recent := q.Session(&gorm.Session{}).Where("started_at >= ?", from.Add(-24*time.Hour))
+	long := q.Session(&gorm.Session{}).Where("id IN (SELECT record_id FROM usage_long WHERE ended_at >= ?)", *from)
+	ids := keysetUnion(r.db.WithContext(ctx), "started_at", "id", c, true, limit, recent, long)
+	return keyset(r.db.WithContext(ctx).Model(&models.UsageRecord{}).Where("id IN (?)", ids), "started_at", "id", c, true, limit)
+}
+
+// SandboxCount is how many of the sandboxes p may list are in state: the
+// Dashboard's figure of running machines, however old the oldest of them.
+func (r *Runtime) SandboxCount(ctx context.Context, p Principal, state string) (int, error) {
+	var n int64
+	err := r.run(ctx, p, "Sandbox.list", func(a *act) error {
+		q := r.db.WithContext(ctx).Model(&models.Sandbox{}).Where("state = ?", state)
+		return scopeBySession(q, r.listScope(p, "Sandbox.list"), "session_id").Count(&n).Error
+	})
+	return int(n), err
 }
 
 // SandboxPage is one page of Sandbox.list.
@@ -216,9 +256,9 @@ func (r *Runtime) SandboxListPage(ctx context.Context, p Principal, f SandboxFil
 }
 
 // usagePage reads one page of the records q selects, newest first, named.
-func (r *Runtime) usagePage(ctx context.Context, q *gorm.DB, c Cursor, limit int) ([]UsageRecordView, PageLinks, error) {
+func (r *Runtime) usagePage(ctx context.Context, q *gorm.DB, from *time.Time, c Cursor, limit int) ([]UsageRecordView, PageLinks, error) {
 	var recs []models.UsageRecord
-	if err := keyset(q.Session(&gorm.Session{}), "started_at", "id", c, true, limit).Find(&recs).Error; err != nil {
+	if err := r.usageRecords(ctx, q, from, c, limit).Find(&recs).Error; err != nil {
 		return nil, PageLinks{}, fmt.Errorf("runtime: usage records: %w", err)
 	}
 	recs, links := pageOf(recs, c, limit, func(u models.UsageRecord) (time.Time, string) { return u.StartedAt, u.ID })

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/subako/subako/models"
 )
 
@@ -111,18 +113,13 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 		if err != nil {
 			return err
 		}
-		q, err := r.usageQuery(ctx, f, &out.From, &out.To)
+		q, rolled, err := r.usageScoped(ctx, p, f, &out.From, &out.To)
 		if err != nil {
 			return err
 		}
-		scope := r.listScope(p, "Usage.get")
-		q = scopeBySession(q, scope, "session_id")
-		if out.Records, out.PageLinks, err = r.usagePage(ctx, q, c, limit); err != nil {
+		if out.Records, out.PageLinks, err = r.usagePage(ctx, q, out.From, c, limit); err != nil {
 			return err
 		}
-		// The rollup knows days, kinds and agents: a session's few records,
-		// or those a scoped viewer sees, are summed from the records.
-		rolled := scope.All && f.Session == ""
 		byKind, days, credits, err := r.usageSums(ctx, q, rolled, f.Agent, out.From, out.To)
 		if err != nil {
 			return err
@@ -143,6 +140,34 @@ func (r *Runtime) UsageGet(ctx context.Context, p Principal, f UsageFilter) (Usa
 		return nil
 	})
 	return out, err
+}
+
+// UsageCredits is the SC a period cost, as Usage.get totals it, without
+// reading its records: the Dashboard's spend today.
+func (r *Runtime) UsageCredits(ctx context.Context, p Principal, f UsageFilter) (float64, error) {
+	var credits float64
+	err := r.run(ctx, p, "Usage.get", func(a *act) error {
+		var from, to *time.Time
+		q, rolled, err := r.usageScoped(ctx, p, f, &from, &to)
+		if err != nil {
+			return err
+		}
+		_, _, credits, err = r.usageSums(ctx, q, rolled, f.Agent, from, to)
+		return err
+	})
+	return credits, err
+}
+
+// usageScoped is Usage.get's records for p under f, and whether their sums
+// may come from the rollup, which knows days, kinds and agents: a session's
+// few records, or those a scoped viewer sees, are summed from the records.
+func (r *Runtime) usageScoped(ctx context.Context, p Principal, f UsageFilter, from, to **time.Time) (*gorm.DB, bool, error) {
+	q, err := r.usageQuery(ctx, f, from, to)
+	if err != nil {
+		return nil, false, err
+	}
+	scope := r.listScope(p, "Usage.get")
+	return scopeBySession(q, scope, "session_id"), scope.All && f.Session == "", nil
 }
 
 // totalOf is what a record adds to its kind's total. Archive records hold the

@@ -55,6 +55,39 @@ func checkUsageRollup(t *testing.T, rt *Runtime) {
 		if !near(got.Credits, credits) {
 			t.Errorf("%+v: credits %v from the rollup, %v from the records", f, got.Credits, credits)
 		}
+		if spend, err := rt.UsageCredits(ctx, System, f); err != nil || spend != got.Credits {
+			t.Errorf("%+v: UsageCredits %v (%v), Usage.get's credits %v", f, spend, err, got.Credits)
+		}
+		// The records' pages, followed to the end, list every record of the
+		// period once, newest first: the period's start seeks the records
+		// begun within a day of it and those that lasted longer apart.
+		var want []models.UsageRecord
+		if err := q.Order("started_at DESC, id DESC").Find(&want).Error; err != nil {
+			t.Fatal(err)
+		}
+		var listed []string
+		for pf, n := f, 0; ; n++ {
+			pf.Limit = 37
+			pg, err := rt.UsageGet(ctx, System, pf)
+			if err != nil || n > 50 {
+				t.Fatalf("%+v: page %d: %v", pf, n, err)
+			}
+			for _, r := range pg.Records {
+				listed = append(listed, r.ID)
+			}
+			if pf.Cursor = pg.Next; pf.Cursor == "" {
+				break
+			}
+		}
+		if len(listed) != len(want) {
+			t.Errorf("%+v: the pages list %d records, the period has %d", f, len(listed), len(want))
+		}
+		for i := range min(len(listed), len(want)) {
+			if listed[i] != want[i].ID {
+				t.Errorf("%+v: record %d listed is %s, want %s", f, i, listed[i], want[i].ID)
+				break
+			}
+		}
 		if len(got.Totals) != len(byKind) {
 			t.Errorf("%+v: %d kinds from the rollup, %d from the records", f, len(got.Totals), len(byKind))
 		}

@@ -118,11 +118,10 @@ const usageCSVBatch = 500
 func (r *Runtime) UsageCSV(ctx context.Context, p Principal, f UsageFilter, w io.Writer) error {
 	return r.run(ctx, p, "Usage.get", func(a *act) error {
 		var from, to *time.Time
-		q, err := r.usageQuery(ctx, f, &from, &to)
+		q, _, err := r.usageScoped(ctx, p, f, &from, &to)
 		if err != nil {
 			return err
 		}
-		q = scopeBySession(q, r.listScope(p, "Usage.get"), "session_id")
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"id", "kind", "agent", "agent_name", "session", "session_title", "subject", "quantity", "unit", "credits", "started_at", "ended_at"})
 		// Pages follow the last row's (started_at, id), not an offset, so a
@@ -132,7 +131,7 @@ func (r *Runtime) UsageCSV(ctx context.Context, p Principal, f UsageFilter, w io
 		var last Cursor
 		for {
 			var recs []models.UsageRecord
-			if err := keyset(q.Session(&gorm.Session{}), "started_at", "id", last, true, usageCSVBatch-1).Find(&recs).Error; err != nil {
+			if err := r.usageRecords(ctx, q, from, last, usageCSVBatch-1).Find(&recs).Error; err != nil {
 				return fmt.Errorf("runtime: usage csv: %w", err)
 			}
 			views := make([]UsageRecordView, len(recs))

@@ -123,6 +123,11 @@ func BenchmarkListPages(b *testing.B) {
 		{"usage-deep", "/usage?cursor=" + deep("use", 0), nil},
 		// A period of whole days: its totals and chart from the rollup.
 		{"usage-period", "/usage?from=" + full.seed.base.AddDate(0, 0, -30).Format("2006-01-02") + "&to=" + full.seed.base.Format("2006-01-02"), nil},
+		// A period after every record, as the Dashboard's today on a quiet
+		// day, and the Dashboard itself (its figures: active sessions,
+		// running sandboxes, today's spend).
+		{"usage-quiet", "/usage?from=" + url.QueryEscape(full.seed.base.Add(time.Minute).Format(time.RFC3339)), nil},
+		{"dashboard", "/", nil},
 		// The person filter: the owner, whose Actions are half the log, and
 		// a person with one failed sign-in, the oldest Action of all, which
 		// only its label (the email) names.

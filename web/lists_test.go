@@ -248,3 +248,34 @@ func TestListVerbsKeepTheirAnswerAndRefuseABadCursor(t *testing.T) {
 		}
 	}
 }
+
+// The Dashboard's figures count every active session and running sandbox,
+// not those among a page of the newest: 250 active sessions, all older
+// than 350 ended ones, and one running sandbox older than 599 retired.
+func TestDashboardCountsEveryActiveSessionAndRunningSandbox(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	p, err := e.rt.PrincipalForEmail(t.Context(), "owner@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 600
+	seedLists(t, e.rt, p, n)
+	if err := e.rt.DB().Exec("UPDATE sessions SET state = ?, ended_at = NULL WHERE id >= ? AND id LIKE 'ses_seed%'", runtime.SessionActive, seedID("ses", 350)).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rt.DB().Exec("UPDATE sandboxes SET state = 'running', retired_at = NULL WHERE id = ?", seedID("sbx", n-1)).Error; err != nil {
+		t.Fatal(err)
+	}
+	_, page := owner.get("/")
+	for _, want := range []string{
+		`data-testid="figure-sessions"><a href="/sessions">250</a>`,
+		`data-testid="figure-sandboxes"><a href="/sandboxes">1</a>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the Dashboard lacks %s:\n%s", want, dashboardFigures.FindString(page))
+		}
+	}
+}
+
+var dashboardFigures = regexp.MustCompile(`(?s)<dl.*?</dl>`)
