@@ -18,10 +18,20 @@ import (
 // one row's lock.
 const usageSlots = 4
 
-// usageLongAfter is how long a record must last to be listed in usage_long:
-// below a day, so that every record that began more than a day before a
-// period's start and still overlaps it is there.
+// usageLongAfter is how long a record must last to be listed in usage_long
+// even within one UTC day (migration 0028 listed only these).
 const usageLongAfter = 23 * time.Hour
+
+// listedLong says whether a record goes into usage_long: it crosses a UTC
+// midnight, or lasts about a day. So a record that began before the UTC day
+// of a period's start (usageDayOf) and ends within the period is there, and
+// a period's first records are found without reading the day before it.
+func listedLong(start, end time.Time) bool {
+	return usageDayOf(start) != usageDayOf(end) || end.Sub(start) >= usageLongAfter
+}
+
+// usageDayOf is the UTC midnight at or before t.
+func usageDayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 
 // usageSlot is the usage_days slot of a session's records.
 func usageSlot(sessionID string) int {
@@ -42,8 +52,8 @@ func (r *Runtime) usageExprs() (day, secs string) {
 
 // insertUsage writes rec, adds it to its day's row of usage_days (one
 // conditional upsert, exact however many replicas write at once) and, when
-// it lasts about a day or more, lists it in usage_long; all in one
-// transaction, so the rollup never disagrees with the records.
+// it crosses a UTC midnight or lasts about a day, lists it in usage_long;
+// all in one transaction, so the rollup never disagrees with the records.
 func (r *Runtime) insertUsage(ctx context.Context, rec models.UsageRecord) error {
 	day, secs := r.usageExprs()
 	return r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -62,7 +72,7 @@ ON CONFLICT (day, kind, agent_id, slot) DO UPDATE SET quantity = usage_days.quan
 		if err != nil {
 			return err
 		}
-		if rec.EndedAt.Sub(rec.StartedAt) >= usageLongAfter {
+		if listedLong(rec.StartedAt, rec.EndedAt) {
 			return tx.Exec(`INSERT INTO usage_long (record_id, ended_at) VALUES (?, ?)`, rec.ID, rec.EndedAt).Error
 		}
 		return nil
@@ -74,9 +84,10 @@ ON CONFLICT (day, kind, agent_id, slot) DO UPDATE SET quantity = usage_days.quan
 // some other way than RecordUsage (a test's seed, an import).
 func (r *Runtime) RollUpUsage(ctx context.Context) error {
 	day, secs := r.usageExprs()
-	long := "strftime('%s', ended_at) - strftime('%s', started_at) >= 82800"
+	// As listedLong: across a UTC midnight, or 23 hours or more.
+	long := "date(started_at) <> date(ended_at) OR strftime('%s', ended_at) - strftime('%s', started_at) >= 82800"
 	if r.db.Dialect == models.Postgres {
-		long = "ended_at - started_at >= INTERVAL '23 hours'"
+		long = "(started_at AT TIME ZONE 'UTC')::date <> (ended_at AT TIME ZONE 'UTC')::date OR ended_at - started_at >= INTERVAL '23 hours'"
 	}
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		for _, stmt := range []string{
@@ -113,10 +124,11 @@ type usageSum struct {
 //
 // When rolled is true (q filters by period and agent only) the whole days of
 // the period come from usage_days, and only the records of a partial first
-// or last day are read: those that began from a day before from to the
-// first midnight after it, those that began after the last midnight before
-// to, and the long ones of usage_long that began earlier still and end
-// within the period. Otherwise q's records are summed.
+// or last day are read: those that began on from's UTC day before the first
+// midnight after from, those that began after the last midnight before to,
+// and those of usage_long that began before from's day and end within the
+// period (a record not there that began before from's day ended before
+// it). Otherwise q's records are summed.
 func (r *Runtime) usageSums(ctx context.Context, q *gorm.DB, rolled bool, agent string, from, to *time.Time) (map[string]*UsageTotal, []UsageDay, float64, error) {
 	var sums []usageSum
 	add := func(q *gorm.DB) error {
@@ -188,21 +200,24 @@ func (r *Runtime) usageSums(ctx context.Context, q *gorm.DB, rolled bool, agent 
 	switch {
 	case !whole:
 		// Less than a whole day between from and to: their records.
-		parts = append(parts, between(from.Add(-24*time.Hour), to))
+		parts = append(parts, between(usageDayOf(*from), to))
 	default:
 		if from != nil {
 			end := day(lo)
 			if to != nil && to.Before(end) {
 				end = *to
 			}
-			parts = append(parts, between(from.Add(-24*time.Hour), &end))
+			// Nothing to read when from is a midnight: the rollup has its day.
+			if start := usageDayOf(*from); start.Before(end) {
+				parts = append(parts, between(start, &end))
+			}
 		}
 		if to != nil {
 			parts = append(parts, between(day(hi), to))
 		}
 	}
 	if from != nil {
-		end := from.Add(-24 * time.Hour)
+		end := usageDayOf(*from)
 		if to != nil && to.Before(end) {
 			end = *to
 		}

@@ -128,6 +128,9 @@ func BenchmarkListPages(b *testing.B) {
 		// running sandboxes, today's spend).
 		{"usage-quiet", "/usage?from=" + url.QueryEscape(full.seed.base.Add(time.Minute).Format(time.RFC3339)), nil},
 		{"dashboard", "/", nil},
+		// The day after the records, from its midnight: the Dashboard's
+		// today, and the Usage page's dates, after a busy day.
+		{"usage-next-day", "/usage?from=" + full.seed.base.AddDate(0, 0, 1).Format("2006-01-02"), nil},
 		// The person filter: the owner, whose Actions are half the log, and
 		// a person with one failed sign-in, the oldest Action of all, which
 		// only its label (the email) names.
