@@ -190,9 +190,9 @@ func byFilter(db *gorm.DB, filtered func() *gorm.DB, by string, c Cursor, limit 
 // the period's start, which q holds as ended_at >= from. That condition does
 // not say where in the (started_at, id) index the walk may stop, so a period
 // with few records read back through the whole history. A record that ended
-// after from began on from's UTC day or later, unless it crossed a midnight
-// or lasted about a day, and those are kept in usage_long (as usageSums
-// counts them): each of the two is read in order, at most a page.
+// after from began on from's UTC day or later, unless it crossed a
+// midnight, and those are kept in usage_long (as usageSums counts them):
+// each of the two is read in order, at most a page.
 func (r *Runtime) usageRecords(ctx context.Context, q *gorm.DB, from *time.Time, c Cursor, limit int) *gorm.DB {
 	if from == nil {
 		return keyset(q.Session(&gorm.Session{}), "started_at", "id", c, true, limit)

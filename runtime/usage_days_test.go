@@ -66,9 +66,10 @@ func checkUsageRollup(t *testing.T, rt *Runtime) {
 		if err := q.Order("started_at DESC, id DESC").Find(&want).Error; err != nil {
 			t.Fatal(err)
 		}
-		var listed []string
-		for pf, n := f, 0; ; n++ {
-			pf.Limit = 37
+		var listed, back []string
+		pf := f
+		pf.Limit = 37
+		for n := 0; ; n++ {
 			pg, err := rt.UsageGet(ctx, System, pf)
 			if err != nil || n > 50 {
 				t.Fatalf("%+v: page %d: %v", pf, n, err)
@@ -76,9 +77,26 @@ func checkUsageRollup(t *testing.T, rt *Runtime) {
 			for _, r := range pg.Records {
 				listed = append(listed, r.ID)
 			}
-			if pf.Cursor = pg.Next; pf.Cursor == "" {
+			if pg.Next == "" {
+				// Back from the last page to the first, through Newer.
+				for m, prev := 0, pg.Prev; prev != ""; m++ {
+					pf.Cursor = prev
+					pg, err := rt.UsageGet(ctx, System, pf)
+					if err != nil || m > 50 {
+						t.Fatalf("%+v: page %d back: %v", pf, m, err)
+					}
+					var ids []string
+					for _, r := range pg.Records {
+						ids = append(ids, r.ID)
+					}
+					back, prev = append(ids, back...), pg.Prev
+				}
+				if want := listed[:len(listed)-len(pg.Records)]; !slices.Equal(back, want) {
+					t.Errorf("%+v: back through Newer: %d records, not the %d before the last page", f, len(back), len(want))
+				}
 				break
 			}
+			pf.Cursor = pg.Next
 		}
 		if len(listed) != len(want) {
 			t.Errorf("%+v: the pages list %d records, the period has %d", f, len(listed), len(want))
@@ -134,6 +152,10 @@ func randomUsage(seed uint64, n int) []Usage {
 		switch {
 		case i%17 == 0:
 			d = time.Duration(rnd.Int64N(int64(72*time.Hour))) + 23*time.Hour
+		case i%11 == 0:
+			// From three hours to a little over a day: some within one day,
+			// some across a midnight, some just under or over 23 and 24 hours.
+			d = time.Duration(rnd.Int64N(int64(22*time.Hour))) + 3*time.Hour
 		case kind == UsageFunctionSeconds:
 			d = time.Duration(rnd.Int64N(int64(30 * time.Second)))
 		default:

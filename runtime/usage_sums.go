@@ -18,17 +18,13 @@ import (
 // one row's lock.
 const usageSlots = 4
 
-// usageLongAfter is how long a record must last to be listed in usage_long
-// even within one UTC day (migration 0028 listed only these).
-const usageLongAfter = 23 * time.Hour
-
 // listedLong says whether a record goes into usage_long: it crosses a UTC
-// midnight, or lasts about a day. So a record that began before the UTC day
-// of a period's start (usageDayOf) and ends within the period is there, and
-// a period's first records are found without reading the day before it.
-func listedLong(start, end time.Time) bool {
-	return usageDayOf(start) != usageDayOf(end) || end.Sub(start) >= usageLongAfter
-}
+// midnight. So a record that began before the UTC day of a period's start
+// (usageDayOf) and ends within the period is there, and a period's first
+// records are found without reading the days before it. (Migration 0028
+// listed the records of 23 hours or more; those within one day are still
+// there, which changes nothing.)
+func listedLong(start, end time.Time) bool { return usageDayOf(start) != usageDayOf(end) }
 
 // usageDayOf is the UTC midnight at or before t.
 func usageDayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
@@ -52,7 +48,7 @@ func (r *Runtime) usageExprs() (day, secs string) {
 
 // insertUsage writes rec, adds it to its day's row of usage_days (one
 // conditional upsert, exact however many replicas write at once) and, when
-// it crosses a UTC midnight or lasts about a day, lists it in usage_long;
+// it crosses a UTC midnight, lists it in usage_long;
 // all in one transaction, so the rollup never disagrees with the records.
 func (r *Runtime) insertUsage(ctx context.Context, rec models.UsageRecord) error {
 	day, secs := r.usageExprs()
@@ -84,10 +80,10 @@ ON CONFLICT (day, kind, agent_id, slot) DO UPDATE SET quantity = usage_days.quan
 // some other way than RecordUsage (a test's seed, an import).
 func (r *Runtime) RollUpUsage(ctx context.Context) error {
 	day, secs := r.usageExprs()
-	// As listedLong: across a UTC midnight, or 23 hours or more.
-	long := "date(started_at) <> date(ended_at) OR strftime('%s', ended_at) - strftime('%s', started_at) >= 82800"
+	// As listedLong: across a UTC midnight.
+	long := "date(started_at) <> date(ended_at)"
 	if r.db.Dialect == models.Postgres {
-		long = "(started_at AT TIME ZONE 'UTC')::date <> (ended_at AT TIME ZONE 'UTC')::date OR ended_at - started_at >= INTERVAL '23 hours'"
+		long = "(started_at AT TIME ZONE 'UTC')::date <> (ended_at AT TIME ZONE 'UTC')::date"
 	}
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		for _, stmt := range []string{
