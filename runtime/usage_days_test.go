@@ -60,8 +60,8 @@ func checkUsageRollup(t *testing.T, rt *Runtime) {
 			t.Errorf("%+v: UsageCredits %v (%v), Usage.get's credits %v", f, spend, err, got.Credits)
 		}
 		// The records' pages, followed to the end, list every record of the
-		// period once, newest first: the period's start seeks the records
-		// begun within a day of it and those that lasted longer apart.
+		// period once, newest first, both ways: the period's start seeks the
+		// records begun on its UTC day and those that crossed a midnight apart.
 		var want []models.UsageRecord
 		if err := q.Order("started_at DESC, id DESC").Find(&want).Error; err != nil {
 			t.Fatal(err)
