@@ -176,15 +176,16 @@ func (r *Runtime) ChangeList(ctx context.Context, p Principal, f ChangeFilter) (
 			seats := r.db.Model(&models.Seat{}).Select("id").Where("user_id IN (?)", people)
 			q = q.Where("by_id IN (?) OR (by_kind = ? AND subject IN (?))", people, string(PrincipalSystem), seats)
 		}
+		var after Cursor
 		if f.Before != "" {
 			var b models.Change
 			if err := r.db.WithContext(ctx).First(&b, "id = ?", f.Before).Error; err != nil {
 				return invalid("before", "invalid_cursor", fmt.Sprintf("before must name a Change, not %q", f.Before))
 			}
-			q = q.Where("created_at < ? OR (created_at = ? AND id < ?)", b.CreatedAt, b.CreatedAt, b.ID)
+			after = Cursor{At: b.CreatedAt, ID: b.ID}
 		}
 		var rows []models.Change
-		if err := q.Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+		if err := changePage(q, after, limit).Find(&rows).Error; err != nil {
 			return fmt.Errorf("runtime: list changes: %w", err)
 		}
 		for _, c := range rows {
@@ -193,6 +194,12 @@ func (r *Runtime) ChangeList(ctx context.Context, p Principal, f ChangeFilter) (
 		return nil
 	})
 	return out, err
+}
+
+// changePage is one page of q's Changes older than after (none: the
+// newest), as Change.list reads them: a seek of migration 0038's indexes.
+func changePage(q *gorm.DB, after Cursor, limit int) *gorm.DB {
+	return keyset(q, "created_at", "id", after, true, limit).Limit(limit)
 }
 
 // ChangeUndo is Change.undo: the Change is reversed by another Change (its

@@ -3,6 +3,9 @@ package runtime
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/subako/subako/models"
 	"github.com/subako/subako/models/modelstest"
@@ -53,4 +56,32 @@ func queryPlan(t *testing.T, db *models.DB, q string, args ...any) string {
 		details = append(details, p.Detail)
 	}
 	return strings.Join(details, "; ")
+}
+
+// Change.list's pages, the newest and those after a Change, by kind or
+// subject, seek an index in the list's order (migration 0038): no sort.
+func TestChangePagesSeekTheirIndex(t *testing.T) {
+	db := modelstest.Open(t)
+	if db.Dialect != models.SQLite {
+		t.Skip("the plan is SQLite's")
+	}
+	after := Cursor{At: time.Now(), ID: "chg_x"}
+	for _, c := range []struct {
+		name  string
+		q     *gorm.DB
+		after Cursor
+		index string
+	}{
+		{"newest", db.Model(&models.Change{}), Cursor{}, "changes_page"},
+		{"older", db.Model(&models.Change{}), after, "changes_page"},
+		{"older, by kind", db.Model(&models.Change{}).Where("kind = ?", "seat"), after, "changes_kind_page"},
+		{"older, by subject", db.Model(&models.Change{}).Where("subject = ?", "seat_x"), after, "changes_subject_page"},
+	} {
+		var rows []models.Change
+		stmt := changePage(c.q, c.after, 50).Session(&gorm.Session{DryRun: true}).Find(&rows).Statement
+		got := queryPlan(t, db, stmt.SQL.String(), stmt.Vars...)
+		if !strings.Contains(got, "INDEX "+c.index) || strings.Contains(got, "TEMP B-TREE") {
+			t.Errorf("%s: the page reads %q, want a search of %s with no sort", c.name, got, c.index)
+		}
+	}
 }
