@@ -34,11 +34,16 @@
     actions.append(cancel, ok);
     form.append(p, actions);
     dialog.append(form);
-    // Closing by any means (Escape, Cancel, confirm) ends here; only "ok" acts.
-    dialog.addEventListener("close", function () {
+    // Only the confirm button acts, at its click. Escape and Cancel just
+    // close. (Acting on the "close" event instead lost a confirmation: that
+    // event comes as a task of its own, and one from a dialog cancelled by
+    // Escape could arrive after the next ask, under a busy page, and drop it.)
+    ok.addEventListener("click", function (e) {
+      e.preventDefault();
       var go = onConfirm;
       onConfirm = null;
-      if (go && dialog.returnValue === "ok") go();
+      dialog.close("ok");
+      if (go) go();
     });
     document.body.append(dialog);
     return dialog;
