@@ -92,13 +92,6 @@ type SandboxFilter struct {
 	Limit   int    `query:"limit" json:"limit"`
 }
 
-// SandboxList is Sandbox.list: every session's sandboxes, or one session's,
-// newest first, 500 at most unless f.Limit or f.Cursor say otherwise (lists.go).
-func (r *Runtime) SandboxList(ctx context.Context, p Principal, f SandboxFilter) ([]SandboxView, error) {
-	pg, err := r.SandboxListPage(ctx, p, f, 500)
-	return pg.Items, err
-}
-
 func (r *Runtime) sessionTitles(ctx context.Context, ms []models.Sandbox) (map[string]string, error) {
 	ids := make([]string, 0, len(ms))
 	for _, m := range ms {

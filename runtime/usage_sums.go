@@ -146,14 +146,14 @@ func (r *Runtime) usageSums(ctx context.Context, q *gorm.DB, rolled bool, agent 
 	// the last midnight at or before to; empty strings are unbounded.
 	var lo, hi string
 	if from != nil {
-		d := from.UTC().Truncate(24 * time.Hour)
+		d := usageDayOf(*from)
 		if d.Before(*from) {
 			d = d.Add(24 * time.Hour)
 		}
 		lo = d.Format(dayLayout)
 	}
 	if to != nil {
-		hi = to.UTC().Truncate(24 * time.Hour).Format(dayLayout)
+		hi = usageDayOf(*to).Format(dayLayout)
 	}
 	whole := lo == "" || hi == "" || lo < hi
 	if whole {
