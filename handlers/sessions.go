@@ -60,31 +60,33 @@ func (h *Handlers) sessionsPage(c echo.Context, status int, f pages.SessionForm)
 	return render(c, status, pages.Sessions(h.shell(c, "Sessions", "sessions"), page))
 }
 
-// publishedVersions offers every published version (across agents) to the
-// New session form. The list's rows carry their own names (Session.list
-// reads them with the sessions).
+// publishedVersions offers the published versions (across agents) to the
+// New session form, read in one query (runtime.PublishedChoices). The
+// list's rows carry their own names (Session.list reads them with the
+// sessions).
 func (h *Handlers) publishedVersions(c echo.Context, page *pages.SessionsPage) error {
 	p := principal(c)
-	if p.TenantID != "" {
+	if p.TenantID != "" || !page.CanCreate {
 		// Agents and versions are the operator's: a tenant's people start
 		// sessions through the API with a version the operator names.
 		page.CanCreate = false
 		return nil
 	}
-	agents, err := h.RT.AgentList(ctx(c), p)
+	choices, more, err := h.RT.PublishedChoices(ctx(c), p, page.Form.Version)
+	if e, ok := runtime.AsError(err); ok && e.Kind == runtime.KindForbidden {
+		// Nothing to pick from: whoever may start sessions but not list
+		// versions starts them through the API.
+		page.CanCreate = false
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	for _, a := range agents {
-		vs, err := h.RT.VersionList(ctx(c), p, a.ID)
-		if err != nil {
-			return err
-		}
-		for _, v := range vs {
-			if v.State == runtime.StatePublished {
-				page.Versions = append(page.Versions, pages.Option{Value: v.ID, Label: fmt.Sprintf("%s · version %d", a.Name, v.Number)})
-			}
-		}
+	for _, v := range choices {
+		page.Versions = append(page.Versions, pages.Option{Value: v.ID, Label: fmt.Sprintf("%s · version %d", v.AgentName, v.Number)})
+	}
+	if more {
+		page.VersionsCut = runtime.MaxPublishedChoices
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -172,6 +173,53 @@ func (r *Runtime) VersionList(ctx context.Context, p Principal, agent string) ([
 		return nil
 	}, agent)
 	return out, err
+}
+
+// PublishedChoice is a published version offered to the New session form.
+type PublishedChoice struct {
+	ID, AgentName string
+	Number        int
+}
+
+// MaxPublishedChoices bounds the New session form's versions; the rest are
+// started through Session.create or a version's own Start session link.
+const MaxPublishedChoices = 500
+
+// PublishedChoices is the New session form's versions: every published
+// version of the agents p may list versions of, by agent name, newest first,
+// in one query and one Version.list Action (not one per agent). want, when
+// set, is included even past the bound (a version's Start session link).
+// more says the bound cut the list.
+func (r *Runtime) PublishedChoices(ctx context.Context, p Principal, want string) (out []PublishedChoice, more bool, err error) {
+	err = r.run(ctx, p, "Version.list", func(a *act) error {
+		scope := r.listScope(p, "Version.list")
+		published := func() *gorm.DB {
+			q := r.db.WithContext(ctx).Table("agents AS a").Joins("JOIN versions AS v ON v.agent_id = a.id").
+				Select("v.id AS id, a.name AS agent_name, v.number AS number").Where("v.state = ?", StatePublished)
+			if !scope.All {
+				// Agents are the operator's: a list's agent grants are all that
+				// name them (a tenant's grant covers no agent's versions).
+				q = q.Where("a.id IN ?", append([]string{""}, scope.Agents...))
+			}
+			return q
+		}
+		if err := published().Order("a.name, v.number DESC").Limit(MaxPublishedChoices + 1).Scan(&out).Error; err != nil {
+			return err
+		}
+		if more = len(out) > MaxPublishedChoices; more {
+			out = out[:MaxPublishedChoices]
+		}
+		if want == "" || slices.ContainsFunc(out, func(c PublishedChoice) bool { return c.ID == want }) {
+			return nil
+		}
+		var extra []PublishedChoice
+		if err := published().Where("v.id = ?", want).Scan(&extra).Error; err != nil {
+			return err
+		}
+		out = append(extra, out...)
+		return nil
+	})
+	return out, more, err
 }
 
 // VersionGet is Version.get.

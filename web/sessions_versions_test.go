@@ -1,0 +1,109 @@
+package web_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subako/subako/models"
+	"github.com/subako/subako/runtime"
+)
+
+var versionOption = regexp.MustCompile(`<option value="(ver_[^"]+)"[^>]*>([^<]+)</option>`)
+
+// versionChoices is the New session form's version options: "id label".
+func versionChoices(page string) []string {
+	form := page[strings.Index(page, `data-testid="session-version"`):]
+	form = form[:strings.Index(form, "</select>")]
+	var out []string
+	for _, m := range versionOption.FindAllStringSubmatch(form, -1) {
+		out = append(out, m[2])
+	}
+	return out
+}
+
+// The New session form offers every published version the person may list
+// versions of, by agent name and newest first, read at once: the Sessions
+// page records one Version.list, not one per agent (it did, with an
+// Agent.list, and a person holding Version.list on one agent got an error
+// page, the other agents' Version.list being refused).
+func TestNewSessionFormReadsPublishedVersionsAtOnce(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	tok := owner.token()
+	agents := map[string]string{}
+	for _, name := range []string{"billing", "archive", "drafts-only"} {
+		var a struct{ ID string }
+		if s := e.api(tok, "POST", "/agents", map[string]any{"name": name}, &a); s != 201 {
+			t.Fatalf("Agent.create %s: %d", name, s)
+		}
+		agents[name] = a.ID
+		for i := range 3 {
+			var v struct{ ID string }
+			if s := e.api(tok, "POST", "/agents/"+a.ID+"/versions", map[string]any{"config": map[string]any{}}, &v); s != 201 {
+				t.Fatalf("Version.create: %d", s)
+			}
+			if name != "drafts-only" && i < 2 {
+				if s := e.api(tok, "POST", "/versions/"+v.ID+"/publish", nil, nil); s != 200 {
+					t.Fatalf("Version.publish: %d", s)
+				}
+			}
+		}
+	}
+	versionLists := func() (n int64) {
+		e.rt.DB().Model(&models.Action{}).Where("verb = ?", "Version.list").Count(&n)
+		return n
+	}
+	before := versionLists()
+	_, page := owner.get("/sessions")
+	want := []string{"archive · version 2", "archive · version 1", "billing · version 2", "billing · version 1"}
+	if got := versionChoices(page); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the owner's versions: %q, want %q", got, want)
+	}
+	if n := versionLists() - before; n != 1 {
+		t.Errorf("the Sessions page recorded %d Version.list, want 1", n)
+	}
+
+	// A person who may list one agent's versions picks among those.
+	if s := e.api(tok, "POST", "/roles", map[string]any{"name": "Billing starter", "permissions": []map[string]any{
+		{"verb": "Session.create"}, {"verb": "Session.list"}, {"verb": "Vault.list"},
+		{"verb": "Version.list", "scope": "agent:" + agents["billing"]}}}, nil); s != 201 {
+		t.Fatalf("Role.create: %d", s)
+	}
+	starter := e.person(owner, "starter@example.com", "none")
+	if s := e.api(tok, "POST", "/seats", map[string]any{"user": "starter@example.com", "role": "Billing starter"}, nil); s != 201 {
+		t.Fatalf("Seat.create: %d", s)
+	}
+	resp, page := starter.get("/sessions")
+	if resp.StatusCode != 200 {
+		t.Fatalf("the starter's Sessions page: %d", resp.StatusCode)
+	}
+	if got, want := versionChoices(page), []string{"billing · version 2", "billing · version 1"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the starter's versions: %q, want %q", got, want)
+	}
+
+	// Past the bound the form says so, and a version's Start session link
+	// still preselects its version.
+	now := time.Now().UTC()
+	var many []models.Version
+	for i := range runtime.MaxPublishedChoices {
+		many = append(many, models.Version{ID: fmt.Sprintf("ver_many%04d", i), AgentID: agents["drafts-only"], Number: 10 + i,
+			State: runtime.StatePublished, Config: "{}", CreatedAt: now, UpdatedAt: now, PublishedAt: &now})
+	}
+	if err := e.rt.DB().CreateInBatches(many, 100).Error; err != nil {
+		t.Fatal(err)
+	}
+	_, page = owner.get("/sessions?version=ver_many0000")
+	got := versionChoices(page)
+	if len(got) != runtime.MaxPublishedChoices+1 || got[0] != "drafts-only · version 10" {
+		t.Errorf("past the bound: %d versions, the first %q; want %d, the linked version first", len(got), got[0], runtime.MaxPublishedChoices+1)
+	}
+	if !strings.Contains(page, `<option value="ver_many0000" selected>`) {
+		t.Error("the linked version is not preselected")
+	}
+	if !strings.Contains(page, fmt.Sprintf("The first %d published versions, by agent name.", runtime.MaxPublishedChoices)) {
+		t.Error("the form does not say its versions were cut")
+	}
+}
