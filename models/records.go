@@ -268,9 +268,14 @@ type ToolCall struct {
 
 // Approval is the decision an ask-first call waits for.
 type Approval struct {
-	ID             string `gorm:"primaryKey"`
-	ToolCallID     string
-	SessionID      string
+	ID         string `gorm:"primaryKey"`
+	ToolCallID string
+	SessionID  string
+	// AgentID, Tool and GrantName are the call's (its session's agent): the
+	// decided approvals' filters seek them (migration 0039).
+	AgentID        string
+	Tool           string
+	GrantName      string
 	State          string
 	Scope          string
 	Reason         string

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+
+	"github.com/subako/subako/models"
 )
 
 // QueueItem is an approval with everything an approver needs to decide it
@@ -141,7 +143,15 @@ func (r *Runtime) ApprovalQueue(ctx context.Context, p Principal, f QueueFilter)
 		now := r.now()
 		scope := r.listScope(p, "Approval.list")
 		var rows []queueRow
-		if err := scopeSessions(r.queueQuery(ctx, f, c, now), scope, "s.").Scan(&rows).Error; err != nil {
+		var agents []string
+		if f.Agent != "" {
+			// By id or by name (names are unique): at most one of each.
+			err := r.db.WithContext(ctx).Model(&models.Agent{}).Where("id = ? OR name = ?", f.Agent, f.Agent).Limit(2).Pluck("id", &agents).Error
+			if err != nil {
+				return fmt.Errorf("runtime: approval queue agent: %w", err)
+			}
+		}
+		if err := scopeSessions(r.queueQuery(ctx, f, agents, c, now), scope, "s.").Scan(&rows).Error; err != nil {
 			return fmt.Errorf("runtime: approval queue: %w", err)
 		}
 		rows, out.Links = pageOf(rows, c, f.Limit, queueRow.key)
@@ -236,7 +246,8 @@ func (row queueRow) key() (time.Time, string) {
 	return row.CreatedAt, row.ID
 }
 
-func (r *Runtime) queueQuery(ctx context.Context, f QueueFilter, c Cursor, now time.Time) *gorm.DB {
+// queueQuery reads f's page after c; agents are the ids f.Agent names.
+func (r *Runtime) queueQuery(ctx context.Context, f QueueFilter, agents []string, c Cursor, now time.Time) *gorm.DB {
 	q := r.queueFrom(ctx).Select(queueColumns)
 	switch f.State {
 	case ApprovalPending:
@@ -252,17 +263,23 @@ func (r *Runtime) queueQuery(ctx context.Context, f QueueFilter, c Cursor, now t
 		}
 		q = keyset(q, "a.decided_at", "a.id", c, f.Order != "oldest", f.Limit)
 	}
-	if f.Agent != "" {
-		q = q.Where("(s.agent_id = ? OR g.name = ?)", f.Agent, f.Agent)
+	// Each filter is on the approval's own copy of its call's facts, so a
+	// rare value seeks its index (migration 0039) instead of walking the
+	// decisions for the few that match.
+	switch {
+	case f.Agent != "" && len(agents) == 0:
+		q = q.Where("1 = 0") // no such agent
+	case f.Agent != "":
+		q = q.Where("a.agent_id IN ?", agents)
 	}
 	if f.Session != "" {
 		q = q.Where("a.session_id = ?", f.Session)
 	}
 	if f.Grant != "" {
-		q = q.Where("c.grant_name = ?", f.Grant)
+		q = q.Where("a.grant_name = ?", f.Grant)
 	}
 	if f.Tool != "" {
-		q = q.Where("c.tool = ?", f.Tool)
+		q = q.Where("a.tool = ?", f.Tool)
 	}
 	if f.Approval != "" {
 		q = q.Where("a.id = ?", f.Approval)

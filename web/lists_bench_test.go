@@ -136,6 +136,10 @@ func BenchmarkListPages(b *testing.B) {
 		// only its label (the email) names.
 		{"audit-person", "/audit?by=owner%40example.com", nil},
 		{"audit-person-rare", "/audit?by=rare%40example.com", nil},
+		// The decided approvals of a tool none of them called, and of the
+		// agent all of them did: a rare filter value seeks its own index.
+		{"approvals-history-tool-rare", "/approvals/history?tool=builtin__session__end", nil},
+		{"approvals-history-agent", "/approvals/history?agent=seeded", nil},
 		// One session's page (its calls) among all the others' calls.
 		{"session", "/sessions/" + seedID("ses", 0), one},
 	}

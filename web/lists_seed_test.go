@@ -80,7 +80,8 @@ func seedLists(tb testing.TB, rt *runtime.Runtime, owner runtime.Principal, n in
 					Kind: "builtin", GrantName: "session", ToolName: "rename", Input: `{"title":"x"}`, Status: "succeeded", Verdict: "ask",
 					ByKind: "session", ByID: sid, ByLabel: "session " + sid, CreatedAt: t, StartedAt: &t, FinishedAt: &t})
 				decided := t.Add(time.Minute)
-				aps = append(aps, models.Approval{ID: seedID("apr", i), ToolCallID: seedID("call", i), SessionID: sid, State: runtime.ApprovalApproved,
+				aps = append(aps, models.Approval{ID: seedID("apr", i), ToolCallID: seedID("call", i), SessionID: sid, AgentID: a.ID,
+					Tool: "builtin__session__rename", GrantName: "session", State: runtime.ApprovalApproved,
 					Scope: "call", DecidedBy: owner.ID, DecidedByLabel: owner.Label, CreatedAt: t, DecidedAt: &decided, ExpiresAt: t.Add(time.Hour)})
 				sbs = append(sbs, models.Sandbox{ID: seedID("sbx", i), SessionID: sid, GrantName: "workbench", ReleaseName: "2026",
 					Network: "none", State: "retired", StartedAt: &t, RetiredAt: &t, CreatedAt: t})

@@ -26,7 +26,7 @@ func TestSessionPageListsItsOwnApprovalBehindManyOthers(t *testing.T) {
 		calls = append(calls, models.ToolCall{ID: "call_" + id, SessionID: session, VersionID: w.version, Tool: getEnv,
 			Kind: "mcp", GrantName: "everything", ToolName: "get-env", Input: "{}", Status: runtime.CallAwaitingApproval,
 			Verdict: "ask", PolicySource: "default", Model: "test-model", ByKind: "session", ByLabel: "agent", CreatedAt: created})
-		aps = append(aps, models.Approval{ID: "apr_" + id, ToolCallID: "call_" + id, SessionID: session,
+		aps = append(aps, models.Approval{ID: "apr_" + id, ToolCallID: "call_" + id, SessionID: session, AgentID: w.agent, Tool: getEnv, GrantName: "everything",
 			State: runtime.ApprovalPending, CreatedAt: created, ExpiresAt: expires})
 	}
 	for i := range others {
