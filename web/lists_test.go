@@ -279,3 +279,24 @@ func TestDashboardCountsEveryActiveSessionAndRunningSandbox(t *testing.T) {
 }
 
 var dashboardFigures = regexp.MustCompile(`(?s)<dl.*?</dl>`)
+
+// The Agent page says why Delete agent is off by counting the agent's
+// sessions up to 1,000 (it counted every one on every view), and Agent.delete
+// refuses the same way; fewer are counted exactly
+// (TestAgentDeleteIsOffWithTheReasonWhenItCannotSucceed).
+func TestAgentDeleteRefusalCountsAThousandSessionsAtMost(t *testing.T) {
+	e := newEnv(t)
+	owner := e.owner()
+	p, err := e.rt.PrincipalForEmail(t.Context(), "owner@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := seedLists(t, e.rt, p, 1000)
+	page := mustGet(owner, "/agents/"+seed.agent)
+	if why := fieldText(page, "agent-delete-why"); !strings.Contains(why, "the agent has 1,000 sessions or more") {
+		t.Errorf("at 1,000 sessions the reason reads %q", why)
+	}
+	if err := e.rt.AgentDelete(t.Context(), p, seed.agent); err == nil || !strings.Contains(err.Error(), "the agent has 1,000 sessions or more") {
+		t.Errorf("Agent.delete at 1,000 sessions: %v", err)
+	}
+}
