@@ -73,9 +73,10 @@ func (h *Handlers) publishedVersions(c echo.Context, page *pages.SessionsPage) e
 		return nil
 	}
 	choices, more, err := h.RT.PublishedChoices(ctx(c), p, page.Form.Version)
-	if e, ok := runtime.AsError(err); ok && e.Kind == runtime.KindForbidden {
+	if e, ok := runtime.AsError(err); ok && (e.Kind == runtime.KindForbidden || e.Kind == runtime.KindTooMany) {
 		// Nothing to pick from: whoever may start sessions but not list
-		// versions starts them through the API.
+		// versions (or not now: a limit spent) starts them through the API.
+		// The sessions list stays.
 		page.CanCreate = false
 		return nil
 	}

@@ -182,14 +182,27 @@ func (l ListScope) Covers(tenant, agent, vault, session string) bool {
 // (a member holds Vault.list on everything, Vault.get on their own vaults).
 var listVia = map[string]string{"Vault.list": "Vault.get"}
 
-// listScope says what a list verb may show, from the grants of verb.
+// listScope says what a list verb may show, from the grants of verb that
+// authorize lets a list through: a limit is spent only when no unlimited
+// grant allows the call, so where one does, the limited grants show nothing
+// more (an unlimited grant on one agent beside a limited one on everything
+// showed everything, the limit never spent); and a list names no input, so
+// a grant limited to some input values never allows it.
 func (r *Runtime) listScope(p Principal, verb string) ListScope {
 	var l ListScope
 	if via, ok := listVia[verb]; ok {
 		verb = via
 	}
+	var held []Grant
+	unlimited := false
 	for _, g := range r.grantsOf(context.Background(), p) {
-		if !g.Matches(verb) {
+		if g.Matches(verb) && g.Limit.Field == "" {
+			held = append(held, g)
+			unlimited = unlimited || g.Limit.IsZero()
+		}
+	}
+	for _, g := range held {
+		if unlimited && !g.Limit.IsZero() {
 			continue
 		}
 		switch g.Scope.Kind {

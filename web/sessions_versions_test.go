@@ -15,7 +15,11 @@ var versionOption = regexp.MustCompile(`<option value="(ver_[^"]+)"[^>]*>([^<]+)
 
 // versionChoices is the New session form's version options: "id label".
 func versionChoices(page string) []string {
-	form := page[strings.Index(page, `data-testid="session-version"`):]
+	at := strings.Index(page, `data-testid="session-version"`)
+	if at < 0 {
+		return nil
+	}
+	form := page[at:]
 	form = form[:strings.Index(form, "</select>")]
 	var out []string
 	for _, m := range versionOption.FindAllStringSubmatch(form, -1) {
@@ -34,6 +38,7 @@ func TestNewSessionFormReadsPublishedVersionsAtOnce(t *testing.T) {
 	owner := e.owner()
 	tok := owner.token()
 	agents := map[string]string{}
+	versions := map[string][]string{} // an agent's versions, the oldest first
 	for _, name := range []string{"billing", "archive", "drafts-only"} {
 		var a struct{ ID string }
 		if s := e.api(tok, "POST", "/agents", map[string]any{"name": name}, &a); s != 201 {
@@ -45,6 +50,7 @@ func TestNewSessionFormReadsPublishedVersionsAtOnce(t *testing.T) {
 			if s := e.api(tok, "POST", "/agents/"+a.ID+"/versions", map[string]any{"config": map[string]any{}}, &v); s != 201 {
 				t.Fatalf("Version.create: %d", s)
 			}
+			versions[name] = append(versions[name], v.ID)
 			if name != "drafts-only" && i < 2 {
 				if s := e.api(tok, "POST", "/versions/"+v.ID+"/publish", nil, nil); s != 200 {
 					t.Fatalf("Version.publish: %d", s)
@@ -82,6 +88,60 @@ func TestNewSessionFormReadsPublishedVersionsAtOnce(t *testing.T) {
 	}
 	if got, want := versionChoices(page), []string{"billing · version 2", "billing · version 1"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("the starter's versions: %q, want %q", got, want)
+	}
+
+	// A Start session link keeps its version only where the form offers it:
+	// not another agent's for the starter, not a draft for anyone.
+	if _, page := starter.get("/sessions?version=" + versions["archive"][0]); strings.Contains(page, versions["archive"][0]) {
+		t.Error("the starter's form offers another agent's version through ?version=")
+	}
+	if _, page := owner.get("/sessions?version=" + versions["billing"][2]); strings.Contains(page, `<option value="`+versions["billing"][2]) {
+		t.Error("the form offers a draft through ?version=")
+	}
+
+	// Beside an unlimited grant on one agent, a limited grant on everything
+	// shows nothing more (it showed every agent's versions, no unit spent),
+	// nor does one limited to some input values; a spent limit leaves the
+	// sessions list, without the form.
+	for i, limited := range []map[string]any{
+		{"verb": "Version.list", "limit_count": 1, "limit_period": "day"},
+		{"verb": "Version.list", "limit_field": "grant", "limit_values": []string{"x"}},
+	} {
+		name := fmt.Sprintf("Limited starter %d", i)
+		if s := e.api(tok, "POST", "/roles", map[string]any{"name": name, "permissions": []map[string]any{
+			{"verb": "Session.create"}, {"verb": "Session.list"}, {"verb": "Vault.list"},
+			{"verb": "Version.list", "scope": "agent:" + agents["billing"]}, limited}}, nil); s != 201 {
+			t.Fatalf("Role.create %s: %d", name, s)
+		}
+		email := fmt.Sprintf("limited%d@example.com", i)
+		b := e.person(owner, email, "none")
+		if s := e.api(tok, "POST", "/seats", map[string]any{"user": email, "role": name}, nil); s != 201 {
+			t.Fatalf("Seat.create: %d", s)
+		}
+		for view := range 3 {
+			resp, page := b.get("/sessions")
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s's Sessions page, view %d: %d", name, view, resp.StatusCode)
+			}
+			if got, want := versionChoices(page), []string{"billing · version 2", "billing · version 1"}; strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("%s's versions, view %d: %q, want %q", name, view, got, want)
+			}
+		}
+	}
+	if s := e.api(tok, "POST", "/roles", map[string]any{"name": "Spent starter", "permissions": []map[string]any{
+		{"verb": "Session.create"}, {"verb": "Session.list"}, {"verb": "Vault.list"},
+		{"verb": "Version.list", "limit_count": 1, "limit_period": "day"}}}, nil); s != 201 {
+		t.Fatalf("Role.create: %d", s)
+	}
+	spent := e.person(owner, "spent@example.com", "none")
+	if s := e.api(tok, "POST", "/seats", map[string]any{"user": "spent@example.com", "role": "Spent starter"}, nil); s != 201 {
+		t.Fatalf("Seat.create: %d", s)
+	}
+	if _, page := spent.get("/sessions"); len(versionChoices(page)) != 4 {
+		t.Errorf("a limited grant alone, its first view: %q, want the 4 published versions", versionChoices(page))
+	}
+	if resp, page := spent.get("/sessions"); resp.StatusCode != 200 || strings.Contains(page, `data-testid="session-form"`) {
+		t.Errorf("the limit spent: %d, the form shown: %v; want the list without the form", resp.StatusCode, strings.Contains(page, `data-testid="session-form"`))
 	}
 
 	// Past the bound the form says so, and a version's Start session link
