@@ -271,8 +271,10 @@ type Approval struct {
 	ID         string `gorm:"primaryKey"`
 	ToolCallID string
 	SessionID  string
-	// AgentID, Tool and GrantName are the call's (its session's agent): the
-	// decided approvals' filters seek them (migration 0039).
+	// TenantID, AgentID, Tool and GrantName are the call's (its session's
+	// tenant and agent): the decided approvals' filters and a tenant's
+	// people's lists seek them (migration 0039).
+	TenantID       string
 	AgentID        string
 	Tool           string
 	GrantName      string

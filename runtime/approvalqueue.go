@@ -133,41 +133,48 @@ func (f *QueueFilter) check() error {
 func (r *Runtime) ApprovalQueue(ctx context.Context, p Principal, f QueueFilter) (Queue, error) {
 	var out Queue
 	err := r.run(ctx, p, "Approval.list", func(a *act) error {
-		if err := f.check(); err != nil {
-			return err
-		}
-		c, err := ParseCursor(f.Cursor)
-		if err != nil {
-			return err
-		}
-		now := r.now()
-		scope := r.listScope(p, "Approval.list")
-		var rows []queueRow
-		var agents []string
-		if f.Agent != "" {
-			// By id or by name (names are unique): at most one of each.
-			err := r.db.WithContext(ctx).Model(&models.Agent{}).Where("id = ? OR name = ?", f.Agent, f.Agent).Limit(2).Pluck("id", &agents).Error
-			if err != nil {
-				return fmt.Errorf("runtime: approval queue agent: %w", err)
-			}
-		}
-		if err := scopeSessions(r.queueQuery(ctx, f, agents, c, now), scope, "s.").Scan(&rows).Error; err != nil {
-			return fmt.Errorf("runtime: approval queue: %w", err)
-		}
-		rows, out.Links = pageOf(rows, c, f.Limit, queueRow.key)
-		out.Items = make([]QueueItem, 0, len(rows))
-		for _, row := range rows {
-			out.Items = append(out.Items, row.item(now))
-		}
-		if f.State == ApprovalPending && !f.NoChoices {
-			if err := r.queueChoices(ctx, now, scope, &out); err != nil {
-				return fmt.Errorf("runtime: approval queue choices: %w", err)
-			}
-		}
-		out.Pending = r.pendingCount(ctx, now, scope)
-		return nil
+		var err error
+		out, err = r.approvalQueue(ctx, f, r.listScope(p, "Approval.list"))
+		return err
 	})
 	return out, err
+}
+
+// approvalQueue is Approval.list's read of what scope covers.
+func (r *Runtime) approvalQueue(ctx context.Context, f QueueFilter, scope ListScope) (Queue, error) {
+	var out Queue
+	if err := f.check(); err != nil {
+		return out, err
+	}
+	c, err := ParseCursor(f.Cursor)
+	if err != nil {
+		return out, err
+	}
+	now := r.now()
+	var agents []string
+	if f.Agent != "" {
+		// By id or by name (names are unique): at most one of each.
+		err := r.db.WithContext(ctx).Model(&models.Agent{}).Where("id = ? OR name = ?", f.Agent, f.Agent).Limit(2).Pluck("id", &agents).Error
+		if err != nil {
+			return out, fmt.Errorf("runtime: approval queue agent: %w", err)
+		}
+	}
+	var rows []queueRow
+	if err := scopeApprovals(r.queueQuery(ctx, f, agents, c, now), scope).Scan(&rows).Error; err != nil {
+		return out, fmt.Errorf("runtime: approval queue: %w", err)
+	}
+	rows, out.Links = pageOf(rows, c, f.Limit, queueRow.key)
+	out.Items = make([]QueueItem, 0, len(rows))
+	for _, row := range rows {
+		out.Items = append(out.Items, row.item(now))
+	}
+	if f.State == ApprovalPending && !f.NoChoices {
+		if err := r.queueChoices(ctx, now, scope, &out); err != nil {
+			return out, fmt.Errorf("runtime: approval queue choices: %w", err)
+		}
+	}
+	out.Pending = r.pendingCount(ctx, now, scope)
+	return out, nil
 }
 
 // PendingApprovals counts the approvals waiting for a decision, for the
@@ -184,8 +191,8 @@ func (r *Runtime) PendingApprovals(ctx context.Context, p Principal) int {
 // reached yet: nobody can decide them any more.
 func (r *Runtime) pendingCount(ctx context.Context, now time.Time, scope ListScope) int {
 	var n int64
-	q := r.db.WithContext(ctx).Table("approvals").Where("state = ? AND expires_at > ?", ApprovalPending, now)
-	err := scopeBySession(q, scope, "session_id").Count(&n).Error
+	q := r.db.WithContext(ctx).Table("approvals AS a").Where("a.state = ? AND a.expires_at > ?", ApprovalPending, now)
+	err := scopeApprovals(q, scope).Count(&n).Error
 	if err != nil {
 		r.opts.Log.Warn("runtime: count pending approvals", "err", err)
 	}

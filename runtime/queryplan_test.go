@@ -86,10 +86,10 @@ func TestChangePagesSeekTheirIndex(t *testing.T) {
 	}
 }
 
-// The decided approvals filtered by agent, tool, grant or session, newest
-// and after a decision, seek that filter's index in the list's order
-// (migration 0039): no walk of every decision for the few that match, no
-// sort. Alone and with a state.
+// The decided approvals filtered by agent, tool, grant or session, or seen
+// by a tenant's person or an agent's approver, newest and after a decision,
+// seek that filter's index in the list's order (migration 0039): no walk of
+// every decision for the few that match, no sort. Alone and with a state.
 func TestDecidedApprovalFiltersSeekTheirIndex(t *testing.T) {
 	db := modelstest.Open(t)
 	if db.Dialect != models.SQLite {
@@ -101,19 +101,23 @@ func TestDecidedApprovalFiltersSeekTheirIndex(t *testing.T) {
 		name   string
 		f      QueueFilter
 		agents []string
+		scope  ListScope
 		index  string
 	}{
-		{"agent", QueueFilter{Agent: "billing"}, []string{"ag_x"}, "approvals_agent_page"},
-		{"tool", QueueFilter{Tool: "github__create_issue"}, nil, "approvals_tool_page"},
-		{"grant", QueueFilter{Grant: "github"}, nil, "approvals_grant_page"},
-		{"session", QueueFilter{Session: "ses_x"}, nil, "approvals_session_page"},
+		{"agent", QueueFilter{Agent: "billing"}, []string{"ag_x"}, ListScope{All: true}, "approvals_agent_page"},
+		{"tool", QueueFilter{Tool: "github__create_issue"}, nil, ListScope{All: true}, "approvals_tool_page"},
+		{"grant", QueueFilter{Grant: "github"}, nil, ListScope{All: true}, "approvals_grant_page"},
+		{"session", QueueFilter{Session: "ses_x"}, nil, ListScope{All: true}, "approvals_session_page"},
+		// A tenant's person's list, and an agent's approver's.
+		{"tenant's", QueueFilter{}, nil, ListScope{Tenants: []string{"ten_x"}}, "approvals_tenant_page"},
+		{"agent's", QueueFilter{}, nil, ListScope{Agents: []string{"ag_x"}}, "approvals_agent_page"},
 	} {
 		for _, state := range []string{ApprovalDecided, ApprovalDenied} {
 			for _, cur := range []Cursor{{}, after} {
 				f := c.f
 				f.State, f.Limit = state, 50
 				var rows []queueRow
-				stmt := r.queueQuery(t.Context(), f, c.agents, cur, time.Now()).Session(&gorm.Session{DryRun: true}).Scan(&rows).Statement
+				stmt := scopeApprovals(r.queueQuery(t.Context(), f, c.agents, cur, time.Now()), c.scope).Session(&gorm.Session{DryRun: true}).Scan(&rows).Statement
 				got := queryPlan(t, db, stmt.SQL.String(), stmt.Vars...)
 				if !strings.Contains(got, "INDEX "+c.index) || strings.Contains(got, "TEMP B-TREE") {
 					t.Errorf("%s, %s, after %q: the page reads %q, want a search of %s with no sort", c.name, state, cur.ID, got, c.index)

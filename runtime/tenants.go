@@ -366,17 +366,24 @@ func hiddenFrom(p Principal, tenant string) bool {
 // sessionCond is the condition keeping the sessions l covers, on a sessions
 // row named alias ("s." or "" for the sessions table itself).
 func (l ListScope) sessionCond(alias string) (string, []any) {
+	return l.condOn(alias+"tenant_id", alias+"agent_id", alias+"id")
+}
+
+// condOn is sessionCond over the columns holding a session's tenant, agent
+// and id: a row's own copies of them (approvals carry them, so a tenant's
+// people's lists seek the row's index rather than join every session).
+func (l ListScope) condOn(tenant, agent, session string) (string, []any) {
 	var conds []string
 	var args []any
 	add := func(col string, ids []string) {
 		if len(ids) > 0 {
-			conds = append(conds, alias+col+" IN ?")
+			conds = append(conds, col+" IN ?")
 			args = append(args, ids)
 		}
 	}
-	add("tenant_id", l.Tenants)
-	add("agent_id", l.Agents)
-	add("id", l.Sessions)
+	add(tenant, l.Tenants)
+	add(agent, l.Agents)
+	add(session, l.Sessions)
 	if len(conds) == 0 {
 		return "1 = 0", nil
 	}
@@ -389,6 +396,17 @@ func scopeSessions(q *gorm.DB, l ListScope, alias string) *gorm.DB {
 		return q
 	}
 	cond, args := l.sessionCond(alias)
+	return q.Where(cond, args...)
+}
+
+// scopeApprovals keeps, of q over approvals (alias a), those of the
+// sessions l covers, by the approval's own copies of its session's tenant,
+// agent and id.
+func scopeApprovals(q *gorm.DB, l ListScope) *gorm.DB {
+	if l.All {
+		return q
+	}
+	cond, args := l.condOn("a.tenant_id", "a.agent_id", "a.session_id")
 	return q.Where(cond, args...)
 }
 

@@ -253,7 +253,7 @@ func (r *Runtime) newCall(ctx context.Context, p Principal, s models.Session, in
 		if policy != tools.PolicyAsk {
 			return nil
 		}
-		ap := models.Approval{ID: newID("apr"), ToolCallID: call.ID, SessionID: s.ID, AgentID: s.AgentID, Tool: call.Tool, GrantName: call.GrantName, State: ApprovalPending,
+		ap := models.Approval{ID: newID("apr"), ToolCallID: call.ID, SessionID: s.ID, TenantID: s.TenantID, AgentID: s.AgentID, Tool: call.Tool, GrantName: call.GrantName, State: ApprovalPending,
 			Scope: "call", CreatedAt: r.now(), ExpiresAt: r.now().Add(r.opts.ApprovalTimeout)}
 		if err := tx.Create(&ap).Error; err != nil {
 			return err
