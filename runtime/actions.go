@@ -29,6 +29,8 @@ type act struct {
 	// permission allowed the call (Grant.String); missing is what a
 	// refusal lacked ("Vault.use vault:customer-a").
 	permission, missing string
+	// grant is the grant that allowed the call (runIn).
+	grant Grant
 	// caller is the context's (caller.go): its client and model stand where
 	// the verb set none; its ParentAction links a $ call to its program.
 	caller Caller

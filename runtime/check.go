@@ -35,7 +35,7 @@ func (r *Runtime) runIn(ctx context.Context, p Principal, verb string, in CheckI
 		r.record(ctx, p, verb, a, VerdictRefused, reason)
 		return err
 	}
-	a.permission = g.String()
+	a.permission, a.grant = g.String(), g
 	err = fn(a)
 	if e, ok := AsError(err); ok && e.Kind == KindInvalid {
 		r.giveBackUnit(ctx, p, g) // limit_refund.go
@@ -182,27 +182,34 @@ func (l ListScope) Covers(tenant, agent, vault, session string) bool {
 // (a member holds Vault.list on everything, Vault.get on their own vaults).
 var listVia = map[string]string{"Vault.list": "Vault.get"}
 
-// listScope says what a list verb may show, from the grants of verb that
-// authorize lets a list through: a limit is spent only when no unlimited
-// grant allows the call, so where one does, the limited grants show nothing
-// more (an unlimited grant on one agent beside a limited one on everything
-// showed everything, the limit never spent); and a list names no input, so
-// a grant limited to some input values never allows it.
+// listScope says what a list verb may show, from the grants of verb.
 func (r *Runtime) listScope(p Principal, verb string) ListScope {
-	var l ListScope
 	if via, ok := listVia[verb]; ok {
 		verb = via
 	}
-	var held []Grant
-	unlimited := false
+	return r.scopeOf(p, r.grantsOf(context.Background(), p), verb)
+}
+
+// paidScope is what a list verb may show by the limits: the grant that
+// allowed this call (a's: a limited one's unit is spent) and the grants of
+// verb without a limit, not every grant of verb as listScope. Beside an
+// unlimited grant on one agent, listScope would show what a limited grant on
+// everything covers, its limit never spent.
+func (r *Runtime) paidScope(p Principal, verb string, a *act) ListScope {
+	held := []Grant{a.grant}
 	for _, g := range r.grantsOf(context.Background(), p) {
-		if g.Matches(verb) && g.Limit.Field == "" {
+		if g.Limit.IsZero() {
 			held = append(held, g)
-			unlimited = unlimited || g.Limit.IsZero()
 		}
 	}
+	return r.scopeOf(p, held, verb)
+}
+
+// scopeOf is what the grants of verb among held cover, kept to p's tenant.
+func (r *Runtime) scopeOf(p Principal, held []Grant, verb string) ListScope {
+	var l ListScope
 	for _, g := range held {
-		if unlimited && !g.Limit.IsZero() {
+		if !g.Matches(verb) {
 			continue
 		}
 		switch g.Scope.Kind {

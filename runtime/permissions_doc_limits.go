@@ -7,13 +7,6 @@ const permissionsDocLimits = "\n## Limits\n\n" +
 	"A permission may carry a limit; the one check takes it after finding the permission\n" +
 	"that covers the call, and a permission without a limit that also covers the call is\n" +
 	"preferred (a limit is spent only when nothing else allows the call).\n\n" +
-	"A list (`Session.list`, `Version.list`, `Approval.list` …) shows what its\n" +
-	"permissions cover, by the same rule: where a permission without a limit\n" +
-	"allows the list, a limited one shows nothing more (`Version.list agent:billing`\n" +
-	"beside `Version.list *` limited to 1 a day lists billing's versions, every\n" +
-	"time, and spends nothing); where only limited ones do, the list spends one\n" +
-	"unit and shows what they cover. A ceiling on an input never allows a list,\n" +
-	"which names no input.\n\n" +
 	"- **A count per period**: `20 a day` — `hour`, `day`, `week` (from Monday) or `month`,\n" +
 	"  each starting at a UTC boundary. Counted per permission and holder (the person, or\n" +
 	"  the session calling), so each person seated in a role has their own 20.\n" +

@@ -99,18 +99,21 @@ func TestNewSessionFormReadsPublishedVersionsAtOnce(t *testing.T) {
 		t.Error("the form offers a draft through ?version=")
 	}
 
-	// Beside an unlimited grant on one agent, a limited grant on everything
-	// shows nothing more (it showed every agent's versions, no unit spent),
-	// nor does one limited to some input values; a spent limit leaves the
-	// sessions list, without the form.
-	for i, limited := range []map[string]any{
-		{"verb": "Version.list", "limit_count": 1, "limit_period": "day"},
-		{"verb": "Version.list", "limit_field": "grant", "limit_values": []string{"x"}},
+	// A grant on everything with a limit shows nothing more beside an
+	// unlimited grant on one agent (it showed every agent's versions, no unit
+	// spent), nor, beside a limited one on one agent, when limited to some
+	// input values (a list names none); a spent limit leaves the sessions
+	// list, without the form.
+	billing := map[string]any{"verb": "Version.list", "scope": "agent:" + agents["billing"]}
+	billingLimited := map[string]any{"verb": "Version.list", "scope": "agent:" + agents["billing"], "limit_count": 5, "limit_period": "day"}
+	for i, perms := range [][]map[string]any{
+		{billing, {"verb": "Version.list", "limit_count": 1, "limit_period": "day"}},
+		{billing, {"verb": "Version.list", "limit_field": "grant", "limit_values": []string{"x"}}},
+		{billingLimited, {"verb": "Version.list", "limit_field": "grant", "limit_values": []string{"x"}}},
 	} {
 		name := fmt.Sprintf("Limited starter %d", i)
-		if s := e.api(tok, "POST", "/roles", map[string]any{"name": name, "permissions": []map[string]any{
-			{"verb": "Session.create"}, {"verb": "Session.list"}, {"verb": "Vault.list"},
-			{"verb": "Version.list", "scope": "agent:" + agents["billing"]}, limited}}, nil); s != 201 {
+		if s := e.api(tok, "POST", "/roles", map[string]any{"name": name, "permissions": append([]map[string]any{
+			{"verb": "Session.create"}, {"verb": "Session.list"}, {"verb": "Vault.list"}}, perms...)}, nil); s != 201 {
 			t.Fatalf("Role.create %s: %d", name, s)
 		}
 		email := fmt.Sprintf("limited%d@example.com", i)
