@@ -190,19 +190,59 @@ func (r *Runtime) listScope(p Principal, verb string) ListScope {
 	return r.scopeOf(p, r.grantsOf(context.Background(), p), verb)
 }
 
-// paidScope is what a list verb may show by the limits: the grant that
-// allowed this call (a's: a limited one's unit is spent) and the grants of
-// verb without a limit, not every grant of verb as listScope. Beside an
-// unlimited grant on one agent, listScope would show what a limited grant on
-// everything covers, its limit never spent.
-func (r *Runtime) paidScope(p Principal, verb string, a *act) ListScope {
-	held := []Grant{a.grant}
-	for _, g := range r.grantsOf(context.Background(), p) {
-		if g.Limit.IsZero() {
-			held = append(held, g)
+// agentScope is the agents verb, called on each of them, would allow p: a
+// grant of verb on everything or on the agent, without a limit, or with a
+// unit of its limit spent (once per grant per call, the grant that allowed
+// the call a's, already spent). Only grants that add an agent are spent;
+// each grant shown is stamped used, as a call on each agent stamped it. A
+// grant on a tenant, vault or session covers no agent; one bounded to an
+// input never allows a call that names none. A tenant's people's lists show
+// no agent (withinTenant).
+func (r *Runtime) agentScope(ctx context.Context, p Principal, verb string, a *act) ListScope {
+	var l ListScope
+	if p.TenantID != "" {
+		return l
+	}
+	covers := func(g Grant) bool {
+		return g.Scope.Kind == "" && l.All || g.Scope.Kind == ScopeAgent && (l.All || slices.Contains(l.Agents, g.Scope.ID))
+	}
+	add := func(g Grant) {
+		if g.Scope.Kind == "" {
+			l.All = true
+		} else {
+			l.Agents = append(l.Agents, g.Scope.ID)
 		}
 	}
-	return r.scopeOf(p, held, verb)
+	var limited []Grant
+	for _, g := range r.grantsOf(ctx, p) {
+		switch {
+		case !g.Matches(verb) || (g.Scope.Kind != "" && g.Scope.Kind != ScopeAgent) || g.Limit.Field != "":
+		case g.Limit.IsZero() || sameGrant(g, a.grant):
+			add(g)
+			if !sameGrant(g, a.grant) {
+				r.stampUse(ctx, g)
+			}
+		default:
+			limited = append(limited, g)
+		}
+	}
+	// A limit on everything first: it leaves the agents' limits unspent.
+	slices.SortStableFunc(limited, func(x, y Grant) int {
+		return strings.Compare(x.Scope.Kind, y.Scope.Kind)
+	})
+	for _, g := range limited {
+		if covers(g) || r.takeLimit(ctx, p, g, CheckInput{}) != nil {
+			continue
+		}
+		r.stampUse(ctx, g)
+		add(g)
+	}
+	return l
+}
+
+// sameGrant says whether a and b are one grant (Grant holds a slice: no ==).
+func sameGrant(a, b Grant) bool {
+	return a.PermissionID == b.PermissionID && a.SeatID == b.SeatID && a.Source == b.Source && a.Verb == b.Verb && a.Scope == b.Scope
 }
 
 // scopeOf is what the grants of verb among held cover, kept to p's tenant.

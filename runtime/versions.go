@@ -187,13 +187,18 @@ const MaxPublishedChoices = 500
 
 // PublishedChoices is the New session form's versions: every published
 // version of the agents p may list versions of, by agent name, newest first,
-// in one query and one Version.list Action (not one per agent). What a
-// limited grant covers is offered only when this call spent its unit. want, when
+// in one query and one Version.list Action (not one per agent), as
+// Version.list on each agent would allow them (agentScope). want, when
 // set, is included even past the bound (a version's Start session link).
 // more says the bound cut the list.
 func (r *Runtime) PublishedChoices(ctx context.Context, p Principal, want string) (out []PublishedChoice, more bool, err error) {
 	err = r.run(ctx, p, "Version.list", func(a *act) error {
-		scope := r.paidScope(p, "Version.list", a)
+		scope := r.agentScope(ctx, p, "Version.list", a)
+		if !scope.All && len(scope.Agents) == 0 {
+			// Allowed by a grant that covers no agent (a tenant's), its
+			// limits spent: no agent's versions may be listed.
+			return denied(p, "Version.list", "no agent's versions may be listed now: the grants of Version.list that cover an agent are spent or bounded to an input")
+		}
 		published := func() *gorm.DB {
 			q := r.db.WithContext(ctx).Table("agents AS a").Joins("JOIN versions AS v ON v.agent_id = a.id").
 				Select("v.id AS id, a.name AS agent_name, v.number AS number").Where("v.state = ?", StatePublished)

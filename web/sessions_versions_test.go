@@ -99,21 +99,45 @@ func TestNewSessionFormReadsPublishedVersionsAtOnce(t *testing.T) {
 		t.Error("the form offers a draft through ?version=")
 	}
 
-	// A grant on everything with a limit shows nothing more beside an
-	// unlimited grant on one agent (it showed every agent's versions, no unit
-	// spent), nor, beside a limited one on one agent, when limited to some
-	// input values (a list names none); a spent limit leaves the sessions
-	// list, without the form.
-	billing := map[string]any{"verb": "Version.list", "scope": "agent:" + agents["billing"]}
-	billingLimited := map[string]any{"verb": "Version.list", "scope": "agent:" + agents["billing"], "limit_count": 5, "limit_period": "day"}
-	for i, perms := range [][]map[string]any{
-		{billing, {"verb": "Version.list", "limit_count": 1, "limit_period": "day"}},
-		{billing, {"verb": "Version.list", "limit_field": "grant", "limit_values": []string{"x"}}},
-		{billingLimited, {"verb": "Version.list", "limit_field": "grant", "limit_values": []string{"x"}}},
+	// Each agent's versions are offered as Version.list on that agent would
+	// allow them: a grant on everything or on the agent, unlimited or with a
+	// unit of its limit spent (once a view); a grant on a tenant covers no
+	// agent; one bounded to an input value never allows a list (it names
+	// none); a spend ceiling does not bound a list. (Beside an unlimited grant
+	// on billing, a grant on everything limited to 1 a day showed every
+	// agent's versions on every view, no unit spent.)
+	if s := e.api(tok, "POST", "/tenants", map[string]any{"name": "acme"}, nil); s != 201 {
+		t.Fatalf("Tenant.create: %d", s)
+	}
+	on := func(agent string, limit ...any) map[string]any {
+		g := map[string]any{"verb": "Version.list"}
+		if agent != "" {
+			g["scope"] = "agent:" + agents[agent]
+		}
+		for i := 0; i+1 < len(limit); i += 2 {
+			g[limit[i].(string)] = limit[i+1]
+		}
+		return g
+	}
+	both := []string{"archive · version 2", "archive · version 1", "billing · version 2", "billing · version 1"}
+	billingOnly := []string{"billing · version 2", "billing · version 1"}
+	oneADay := []any{"limit_count", 1, "limit_period", "day"}
+	inX := []any{"limit_field", "grant", "limit_values", []string{"x"}}
+	for i, c := range []struct {
+		perms []map[string]any
+		views [][]string // what each view in turn offers
+	}{
+		{[]map[string]any{on("billing"), on("", oneADay...)}, [][]string{both, billingOnly, billingOnly}},
+		{[]map[string]any{on("billing"), on("", inX...)}, [][]string{billingOnly, billingOnly}},
+		{[]map[string]any{on("billing", "limit_count", 5, "limit_period", "day"), on("", inX...)}, [][]string{billingOnly, billingOnly}},
+		{[]map[string]any{on("billing", "limit_count", 5, "limit_period", "day"), on("archive", "limit_count", 5, "limit_period", "day")}, [][]string{both, both}},
+		{[]map[string]any{on("billing"), on("archive")}, [][]string{both, both}},
+		{[]map[string]any{{"verb": "Version.list", "scope": "tenant:acme"}, on("", oneADay...)}, [][]string{both, nil}},
+		{[]map[string]any{on("billing"), on("", "limit_spend_sc", 5)}, [][]string{both, both}},
 	} {
 		name := fmt.Sprintf("Limited starter %d", i)
 		if s := e.api(tok, "POST", "/roles", map[string]any{"name": name, "permissions": append([]map[string]any{
-			{"verb": "Session.create"}, {"verb": "Session.list"}, {"verb": "Vault.list"}}, perms...)}, nil); s != 201 {
+			{"verb": "Session.create"}, {"verb": "Session.list"}, {"verb": "Vault.list"}}, c.perms...)}, nil); s != 201 {
 			t.Fatalf("Role.create %s: %d", name, s)
 		}
 		email := fmt.Sprintf("limited%d@example.com", i)
@@ -121,13 +145,16 @@ func TestNewSessionFormReadsPublishedVersionsAtOnce(t *testing.T) {
 		if s := e.api(tok, "POST", "/seats", map[string]any{"user": email, "role": name}, nil); s != 201 {
 			t.Fatalf("Seat.create: %d", s)
 		}
-		for view := range 3 {
+		for view, want := range c.views {
 			resp, page := b.get("/sessions")
 			if resp.StatusCode != 200 {
 				t.Fatalf("%s's Sessions page, view %d: %d", name, view, resp.StatusCode)
 			}
-			if got, want := versionChoices(page), []string{"billing · version 2", "billing · version 1"}; strings.Join(got, "|") != strings.Join(want, "|") {
-				t.Errorf("%s's versions, view %d: %q, want %q", name, view, got, want)
+			if got := versionChoices(page); strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("%s (%v), view %d: %q, want %q", name, c.perms, view, got, want)
+			}
+			if want == nil && strings.Contains(page, `data-testid="no-published"`) {
+				t.Errorf("%s, view %d: nothing may be listed, and the form says no version is published", name, view)
 			}
 		}
 	}
