@@ -193,49 +193,54 @@ func (r *Runtime) listScope(p Principal, verb string) ListScope {
 // agentScope is the agents verb, called on each of them, would allow p: a
 // grant of verb on everything or on the agent, without a limit, or with a
 // unit of its limit spent (once per grant per call, the grant that allowed
-// the call a's, already spent). Only grants that add an agent are spent;
-// each grant shown is stamped used, as a call on each agent stamped it. A
-// grant on a tenant, vault or session covers no agent; one bounded to an
-// input never allows a call that names none. A tenant's people's lists show
-// no agent (withinTenant).
+// the call a's, already spent). Only grants that add an agent are spent,
+// and stamped used as a call on each agent would stamp them: the first
+// unlimited grant covering an agent, not every grant that also does (an
+// unused, redundant grant still decays). A grant on a tenant, vault or
+// session covers no agent; one bounded to an input never allows a call that
+// names none. A tenant's people's lists show no agent (withinTenant).
 func (r *Runtime) agentScope(ctx context.Context, p Principal, verb string, a *act) ListScope {
 	var l ListScope
 	if p.TenantID != "" {
 		return l
 	}
-	covers := func(g Grant) bool {
-		return g.Scope.Kind == "" && l.All || g.Scope.Kind == ScopeAgent && (l.All || slices.Contains(l.Agents, g.Scope.ID))
+	covered := func(g Grant) bool {
+		return l.All || g.Scope.Kind == ScopeAgent && slices.Contains(l.Agents, g.Scope.ID)
 	}
 	add := func(g Grant) {
+		if !sameGrant(g, a.grant) {
+			r.stampUse(ctx, g)
+		}
 		if g.Scope.Kind == "" {
 			l.All = true
 		} else {
 			l.Agents = append(l.Agents, g.Scope.ID)
 		}
 	}
-	var limited []Grant
+	var unlimited, limited []Grant
 	for _, g := range r.grantsOf(ctx, p) {
 		switch {
 		case !g.Matches(verb) || (g.Scope.Kind != "" && g.Scope.Kind != ScopeAgent) || g.Limit.Field != "":
 		case g.Limit.IsZero() || sameGrant(g, a.grant):
-			add(g)
-			if !sameGrant(g, a.grant) {
-				r.stampUse(ctx, g)
-			}
+			unlimited = append(unlimited, g)
 		default:
 			limited = append(limited, g)
 		}
 	}
-	// A limit on everything first: it leaves the agents' limits unspent.
-	slices.SortStableFunc(limited, func(x, y Grant) int {
-		return strings.Compare(x.Scope.Kind, y.Scope.Kind)
-	})
-	for _, g := range limited {
-		if covers(g) || r.takeLimit(ctx, p, g, CheckInput{}) != nil {
-			continue
+	// A grant on everything first, as it covers every agent the others
+	// name: they are then neither spent nor stamped.
+	onEverythingFirst := func(x, y Grant) int { return strings.Compare(x.Scope.Kind, y.Scope.Kind) }
+	slices.SortStableFunc(unlimited, onEverythingFirst)
+	slices.SortStableFunc(limited, onEverythingFirst)
+	for _, g := range unlimited {
+		if !covered(g) {
+			add(g)
 		}
-		r.stampUse(ctx, g)
-		add(g)
+	}
+	for _, g := range limited {
+		if !covered(g) && r.takeLimit(ctx, p, g, CheckInput{}) == nil {
+			add(g)
+		}
 	}
 	return l
 }

@@ -197,7 +197,7 @@ func (r *Runtime) PublishedChoices(ctx context.Context, p Principal, want string
 		if !scope.All && len(scope.Agents) == 0 {
 			// Allowed by a grant that covers no agent (a tenant's), its
 			// limits spent: no agent's versions may be listed.
-			return denied(p, "Version.list", "no agent's versions may be listed now: the grants of Version.list that cover an agent are spent or bounded to an input")
+			return denied(p, "Version.list", "no agent's versions may be listed now: no grant of Version.list on everything or on an agent is left (none held, each limit spent, or bounded to an input)")
 		}
 		published := func() *gorm.DB {
 			q := r.db.WithContext(ctx).Table("agents AS a").Joins("JOIN versions AS v ON v.agent_id = a.id").

@@ -134,6 +134,9 @@ func TestNewSessionFormReadsPublishedVersionsAtOnce(t *testing.T) {
 		{[]map[string]any{on("billing"), on("archive")}, [][]string{both, both}},
 		{[]map[string]any{{"verb": "Version.list", "scope": "tenant:acme"}, on("", oneADay...)}, [][]string{both, nil}},
 		{[]map[string]any{on("billing"), on("", "limit_spend_sc", 5)}, [][]string{both, both}},
+		// A limit on everything is spent first, and then the agent's alone.
+		// (Allowed by a limited grant, the call itself spends whichever
+		// comes first among the role's: that order is not the test's.)
 	} {
 		name := fmt.Sprintf("Limited starter %d", i)
 		if s := e.api(tok, "POST", "/roles", map[string]any{"name": name, "permissions": append([]map[string]any{
@@ -158,6 +161,49 @@ func TestNewSessionFormReadsPublishedVersionsAtOnce(t *testing.T) {
 			}
 		}
 	}
+	// Held in this order (two seats), a limit on billing and then one on
+	// everything, beside a tenant's grant that allows the call and covers no
+	// agent: the limit on everything is spent first, then billing's alone.
+	for i, perms := range [][]map[string]any{
+		{{"verb": "Session.create"}, {"verb": "Session.list"}, {"verb": "Vault.list"}, {"verb": "Version.list", "scope": "tenant:acme"}, on("billing", oneADay...)},
+		{on("", oneADay...)},
+	} {
+		if s := e.api(tok, "POST", "/roles", map[string]any{"name": fmt.Sprintf("Ordered %d", i), "permissions": perms}, nil); s != 201 {
+			t.Fatalf("Role.create: %d", s)
+		}
+	}
+	ordered := e.person(owner, "ordered@example.com", "none")
+	for i := range 2 {
+		if s := e.api(tok, "POST", "/seats", map[string]any{"user": "ordered@example.com", "role": fmt.Sprintf("Ordered %d", i)}, nil); s != 201 {
+			t.Fatalf("Seat.create: %d", s)
+		}
+		time.Sleep(10 * time.Millisecond) // the seats' order
+	}
+	for view, want := range [][]string{both, billingOnly, nil} {
+		if _, page := ordered.get("/sessions"); strings.Join(versionChoices(page), "|") != strings.Join(want, "|") {
+			t.Errorf("two seats, view %d: %q, want %q", view, versionChoices(page), want)
+		}
+	}
+
+	// A member's preset on everything offers every version: a redundant
+	// grant of their seat is not marked used by it, and still decays.
+	if s := e.api(tok, "POST", "/roles", map[string]any{"name": "Redundant", "permissions": []map[string]any{on("billing")}}, nil); s != 201 {
+		t.Fatalf("Role.create: %d", s)
+	}
+	member := e.person(owner, "member@example.com", "member")
+	if s := e.api(tok, "POST", "/seats", map[string]any{"user": "member@example.com", "role": "Redundant"}, nil); s != 201 {
+		t.Fatalf("Seat.create: %d", s)
+	}
+	if _, page := member.get("/sessions"); strings.Join(versionChoices(page), "|") != strings.Join(both, "|") {
+		t.Errorf("the member's versions: %q", versionChoices(page))
+	}
+	var stamped int64
+	e.rt.DB().Table("seat_permissions AS sp").Joins("JOIN seats s ON s.id = sp.seat_id").Joins("JOIN users u ON u.id = s.user_id").
+		Where("u.email = ? AND sp.last_used_at IS NOT NULL", "member@example.com").Count(&stamped)
+	if stamped != 0 {
+		t.Errorf("the member's redundant seat grant was marked used by the form (%d)", stamped)
+	}
+
 	if s := e.api(tok, "POST", "/roles", map[string]any{"name": "Spent starter", "permissions": []map[string]any{
 		{"verb": "Session.create"}, {"verb": "Session.list"}, {"verb": "Vault.list"},
 		{"verb": "Version.list", "limit_count": 1, "limit_period": "day"}}}, nil); s != 201 {
