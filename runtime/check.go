@@ -217,12 +217,13 @@ func (r *Runtime) agentScope(ctx context.Context, p Principal, verb string, a *a
 			l.Agents = append(l.Agents, g.Scope.ID)
 		}
 	}
-	var unlimited, limited []Grant
+	// paid: nothing (more) to spend, unlimited or the grant that allowed the call.
+	var paid, limited []Grant
 	for _, g := range r.grantsOf(ctx, p) {
 		switch {
 		case !g.Matches(verb) || (g.Scope.Kind != "" && g.Scope.Kind != ScopeAgent) || g.Limit.Field != "":
 		case g.Limit.IsZero() || sameGrant(g, a.grant):
-			unlimited = append(unlimited, g)
+			paid = append(paid, g)
 		default:
 			limited = append(limited, g)
 		}
@@ -230,9 +231,9 @@ func (r *Runtime) agentScope(ctx context.Context, p Principal, verb string, a *a
 	// A grant on everything first, as it covers every agent the others
 	// name: they are then neither spent nor stamped.
 	onEverythingFirst := func(x, y Grant) int { return strings.Compare(x.Scope.Kind, y.Scope.Kind) }
-	slices.SortStableFunc(unlimited, onEverythingFirst)
+	slices.SortStableFunc(paid, onEverythingFirst)
 	slices.SortStableFunc(limited, onEverythingFirst)
-	for _, g := range unlimited {
+	for _, g := range paid {
 		if !covered(g) {
 			add(g)
 		}
