@@ -68,7 +68,8 @@ func (h *Handlers) publishedVersions(c echo.Context, page *pages.SessionsPage) e
 	p := principal(c)
 	if p.TenantID != "" || !page.CanCreate {
 		// Agents and versions are the operator's: a tenant's people start
-		// sessions through the API with a version the operator names.
+		// sessions through the API with a version the operator names. Who
+		// may not start a session needs no form.
 		page.CanCreate = false
 		return nil
 	}

@@ -196,7 +196,7 @@ func (r *Runtime) AgentDelete(ctx context.Context, p Principal, id string) error
 
 // agentSessionsCounted bounds the count of an agent's sessions that its
 // page and Agent.delete's refusal give: the Agent page shows it on every view.
-const agentSessionsCounted = 1000 // said "1,000 sessions or more"
+const agentSessionsCounted = 1000
 
 // agentDeletable refuses an agent that has run: sessions keep the record of
 // what ran, so an agent with sessions stays.
@@ -206,9 +206,9 @@ func (r *Runtime) agentDeletable(ctx context.Context, id string) error {
 	if err := r.db.WithContext(ctx).Table("(?) AS agent_sessions", some).Count(&n).Error; err != nil {
 		return fmt.Errorf("runtime: count sessions of agent %s: %w", id, err)
 	}
-	howMany := fmt.Sprintf("%d session(s)", n)
+	howMany := countOf(int(n), "session")
 	if n >= agentSessionsCounted {
-		howMany = "1,000 sessions or more"
+		howMany += " or more"
 	}
 	if n > 0 {
 		return conflict("agent_has_sessions", "the agent has "+howMany+": their records keep it; delete is for agents that never ran")

@@ -182,14 +182,6 @@ func (l ListScope) Covers(tenant, agent, vault, session string) bool {
 // (a member holds Vault.list on everything, Vault.get on their own vaults).
 var listVia = map[string]string{"Vault.list": "Vault.get"}
 
-// listScope says what a list verb may show, from the grants of verb.
-func (r *Runtime) listScope(p Principal, verb string) ListScope {
-	if via, ok := listVia[verb]; ok {
-		verb = via
-	}
-	return r.scopeOf(p, r.grantsOf(context.Background(), p), verb)
-}
-
 // agentScope is the agents verb, called on each of them, would allow p: a
 // grant of verb on everything or on the agent, without a limit, or with a
 // unit of its limit spent (once per grant per call, the grant that allowed
@@ -251,10 +243,13 @@ func sameGrant(a, b Grant) bool {
 	return a.PermissionID == b.PermissionID && a.SeatID == b.SeatID && a.Source == b.Source && a.Verb == b.Verb && a.Scope == b.Scope
 }
 
-// scopeOf is what the grants of verb among held cover, kept to p's tenant.
-func (r *Runtime) scopeOf(p Principal, held []Grant, verb string) ListScope {
+// listScope says what a list verb may show, from the grants of verb.
+func (r *Runtime) listScope(p Principal, verb string) ListScope {
 	var l ListScope
-	for _, g := range held {
+	if via, ok := listVia[verb]; ok {
+		verb = via
+	}
+	for _, g := range r.grantsOf(context.Background(), p) {
 		if !g.Matches(verb) {
 			continue
 		}

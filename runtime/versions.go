@@ -203,9 +203,7 @@ func (r *Runtime) PublishedChoices(ctx context.Context, p Principal, want string
 			q := r.db.WithContext(ctx).Table("agents AS a").Joins("JOIN versions AS v ON v.agent_id = a.id").
 				Select("v.id AS id, a.name AS agent_name, v.number AS number").Where("v.state = ?", StatePublished)
 			if !scope.All {
-				// Agents are the operator's: a list's agent grants are all that
-				// name them (a tenant's grant covers no agent's versions).
-				q = q.Where("a.id IN ?", append([]string{""}, scope.Agents...))
+				q = q.Where("a.id IN ?", scope.Agents)
 			}
 			return q
 		}

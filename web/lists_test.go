@@ -293,10 +293,10 @@ func TestAgentDeleteRefusalCountsAThousandSessionsAtMost(t *testing.T) {
 	}
 	seed := seedLists(t, e.rt, p, 1000)
 	page := mustGet(owner, "/agents/"+seed.agent)
-	if why := fieldText(page, "agent-delete-why"); !strings.Contains(why, "the agent has 1,000 sessions or more") {
+	if why := fieldText(page, "agent-delete-why"); !strings.Contains(why, "the agent has 1000 sessions or more") {
 		t.Errorf("at 1,000 sessions the reason reads %q", why)
 	}
-	if err := e.rt.AgentDelete(t.Context(), p, seed.agent); err == nil || !strings.Contains(err.Error(), "the agent has 1,000 sessions or more") {
+	if err := e.rt.AgentDelete(t.Context(), p, seed.agent); err == nil || !strings.Contains(err.Error(), "the agent has 1000 sessions or more") {
 		t.Errorf("Agent.delete at 1,000 sessions: %v", err)
 	}
 }

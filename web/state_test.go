@@ -123,7 +123,7 @@ func TestAgentDeleteIsOffWithTheReasonWhenItCannotSucceed(t *testing.T) {
 	if !strings.Contains(button, "disabled") || !strings.Contains(button, `aria-describedby="agent-delete-why"`) {
 		t.Fatalf("Delete agent is not disabled and described: %s", button)
 	}
-	if why := fieldText(page, "agent-delete-why"); !strings.Contains(why, "the agent has 1 session(s)") {
+	if why := fieldText(page, "agent-delete-why"); !strings.Contains(why, "the agent has 1 session:") {
 		t.Fatalf("the reason reads %q", why)
 	}
 	var fresh struct{ ID string }
